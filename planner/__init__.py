@@ -1,0 +1,1 @@
+"""PDDL domain and problems for the HAB scenarios, planning, and grounding plan steps to skill calls."""

@@ -1,0 +1,1 @@
+"""The embedded Home Assistant Benchmark: a MuJoCo apartment simulator, episodes, sensors and tasks."""

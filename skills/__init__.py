@@ -1,0 +1,1 @@
+"""Skill definitions (observations, actions, termination), oracle controllers and trained-skill loading."""

@@ -1,0 +1,1 @@
+"""VER / NoVER / sync (DD-PPO) on-policy training for any Gymnasium environment."""
