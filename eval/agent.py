@@ -1,0 +1,455 @@
+"""The hierarchical HAB agent (TP-SRL): a task planner chooses skills, skills act until they end.
+
+Per episode: build the episode's PDDL problem (the HAB task does it on reset), plan with the
+breadth-first planner, and for each plan step ground it to a skill call (`planner.grounding`),
+point the sensors at its target, and run the skill until its termination predicate or timeout
+(`skills.definitions.SkillMonitor`). Then check the step's PDDL effects against the symbolic state
+read off the simulator. If they do not hold (the skill failed), RE-PLAN from the observed state, up
+to `agent.max_replans` times (habitat-lab and ManiSkill-HAB only follow fixed plans). When the
+plan is exhausted and the goal holds, the agent calls stop (habitat: the high-level policy ends the
+episode); if the goal does not hold it re-plans too.
+
+Agent types (`AGENT_TYPES`):
+- `oracle`: planner + scripted oracle controllers (`skills.oracles`), the TP-SPA-style baseline;
+- `tp-srl`: planner + learned skill policies, navigation included;
+- `tp-srl-nonav`: no navigation skill: nav steps are dropped and pick/place/open/close move the
+  base themselves (the VER paper's emergent-navigation experiment).
+
+Effects checked: every atom the step adds, except `in` (which container region an object lies in
+is bookkeeping the goal never asks for). Skills never end the episode: their stop output only
+ends the skill; the agent sends the env's stop once, at the end.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from eval.metrics import EpisodeRecord
+from planner.grounding import SkillCall, SkillTarget, ground_action
+from planner.predicates import SymbolicInputs, load_planner_cfg
+from planner.problem import build_planner
+from planner.search import GroundAction, PlanningError, replan
+from rearrange.actions import ACTION_DIM, ACTION_SLICES, expand_action
+from rearrange.sensors import SensorTarget, observe
+from rearrange.tasks.skill_tasks import load_skill_config
+from skills.definitions import SkillDef, SkillMonitor, get_skill
+
+AGENT_TYPES = ("oracle", "tp-srl", "tp-srl-nonav")
+STOP = ACTION_SLICES["stop"].start
+GRIP = ACTION_SLICES["grip"].start
+# what the termination predicates read (skills.definitions); computed every step for every agent
+MONITOR_KEYS = ("is_holding", "relative_resting_position")
+UNCHECKED_EFFECTS = ("in",)
+
+
+def sensor_target(target: SkillTarget) -> SensorTarget:
+    """The env's sensor target for a grounded skill target (same field names)."""
+    return SensorTarget(
+        object=target.object,
+        goal_pos=None if target.goal_pos is None else np.asarray(target.goal_pos, dtype=np.float64),
+        handle=target.handle,
+        nav_goal=None if target.nav_goal is None else np.asarray(target.nav_goal, dtype=np.float64),
+    )
+
+
+def call_label(call: SkillCall) -> str:
+    """`skill(arg, ...)`, e.g. `pick(obj_3)`, for logs, videos and failure records."""
+    return f"{call.skill}({', '.join(call.args)})"
+
+
+# ----------------------------------------------------------------------------- skill controllers
+
+
+class SkillController(Protocol):
+    """A skill the agent can run: started on a target, then one full 11-dim action per step."""
+
+    skill: SkillDef
+
+    def start(self, sim: Any, target: SensorTarget) -> None: ...
+
+    def act(self, sim: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray: ...
+
+
+class OracleController:
+    """A scripted oracle (`skills.oracles`) behind the controller interface."""
+
+    def __init__(self, skill: SkillDef, oracle: Any) -> None:
+        self.skill = skill
+        self.oracle = oracle
+
+    def start(self, sim: Any, target: SensorTarget) -> None:
+        self.oracle.start(sim, target)
+
+    def act(self, sim: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return np.asarray(self.oracle.act(sim), dtype=np.float64).reshape(ACTION_DIM)
+
+
+class PolicyController:
+    """A learned skill policy (`skills.policy.SkillPolicy`) behind the controller interface.
+
+    Like habitat's hrl skills, the grip is forced on once a pick holds its object and forced off
+    once a place has released it, so a noisy grip output cannot undo the skill's effect.
+    """
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.skill: SkillDef = policy.skill
+        self.target = SensorTarget()
+        self._released = False
+
+    def start(self, sim: Any, target: SensorTarget) -> None:
+        self.policy.reset()
+        self.target = target
+        self._released = False
+
+    def act(self, sim: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        full = expand_action(self.skill.action_subsets, self.policy.act(obs))
+        if self.skill.name == "pick" and self.target.object is not None and sim.grasped == self.target.object:
+            full[GRIP] = 1.0
+        if self.skill.name == "place":
+            self._released |= sim.grasped is None
+            if self._released:
+                full[GRIP] = -1.0
+        return full
+
+
+def grip_disabled(skill: SkillDef) -> bool:
+    """The env ignores the grip entry (keeps the grasp state) for skills without a grip output and
+    for the close skills (habitat `disable_grip`)."""
+    if "grip" not in skill.action_subsets:
+        return True
+    art = load_skill_config(skill.name).get("articulated") or {}
+    return bool(art.get("disable_grip", False))
+
+
+class OracleSkills:
+    """Skill name -> `OracleController` (one oracle object per skill, reused across calls)."""
+
+    def __init__(self, oracle_cfg: Mapping[str, Any] | None = None) -> None:
+        from skills.oracles.factory import oracle_config
+
+        self.cfg = oracle_config() if oracle_cfg is None else oracle_cfg
+        self._cache: dict[str, OracleController] = {}
+
+    def __call__(self, skill: str) -> SkillController:
+        from skills.oracles.factory import make_oracle
+
+        if skill not in self._cache:
+            self._cache[skill] = OracleController(get_skill(skill), make_oracle(skill, self.cfg))
+        return self._cache[skill]
+
+
+class LearnedSkills:
+    """Skill name -> `PolicyController` from checkpoint files (loaded once, on first use)."""
+
+    def __init__(self, checkpoints: Mapping[str, str | os.PathLike], deterministic: bool = True) -> None:
+        self.paths = {k: Path(v) for k, v in checkpoints.items()}
+        self.deterministic = deterministic
+        self._cache: dict[str, PolicyController] = {}
+
+    def __call__(self, skill: str) -> SkillController:
+        from skills.policy import SkillPolicy
+
+        if skill not in self._cache:
+            if skill not in self.paths:
+                raise CheckpointMissing(f"no checkpoint for skill '{skill}'")
+            policy = SkillPolicy.from_checkpoint(self.paths[skill], deterministic=self.deterministic)
+            if policy.skill.name != skill:
+                raise CheckpointMissing(f"checkpoint {self.paths[skill]} holds skill '{policy.skill.name}', "
+                                        f"not '{skill}'")
+            self._cache[skill] = PolicyController(policy)
+        return self._cache[skill]
+
+    @property
+    def obs_keys(self) -> tuple[str, ...]:
+        """Observation keys the loaded policies read (after `load_all`)."""
+        keys: list[str] = []
+        for c in self._cache.values():
+            keys.extend(k for k in c.policy.obs_keys if k not in keys)
+        return tuple(keys)
+
+    def load_all(self, skills: Sequence[str]) -> None:
+        for s in skills:
+            self(s)
+
+
+class CheckpointMissing(ValueError):
+    """A skill the agent needs has no usable checkpoint; the message is one line."""
+
+
+def resolve_checkpoints(skills: Sequence[str], configured: Mapping[str, Any],
+                        checkpoint_dir: str | os.PathLike | None) -> dict[str, Path]:
+    """Checkpoint path of each skill: `agent.checkpoints.<skill>` if set, else `<dir>/<skill>.pt`.
+
+    `CheckpointMissing` (one line naming the skill and the path) if a file does not exist.
+    """
+    out: dict[str, Path] = {}
+    for skill in skills:
+        value = configured.get(skill)
+        if value is not None:
+            path = Path(str(value))
+        elif checkpoint_dir is not None:
+            path = Path(checkpoint_dir) / f"{skill}.pt"
+        else:
+            raise CheckpointMissing(f"no checkpoint for skill '{skill}': set agent.checkpoints.{skill}=PATH "
+                                    "or pass --checkpoint-dir DIR (with DIR/<skill>.pt)")
+        if not path.is_file():
+            raise CheckpointMissing(f"checkpoint for skill '{skill}' not found: {path}")
+        out[skill] = path
+    return out
+
+
+# ----------------------------------------------------------------------------- episode results
+
+
+@dataclass
+class SkillRun:
+    """One skill call of an episode."""
+
+    label: str
+    skill: str
+    steps: int
+    outcome: str  # "done" | "timeout" | "episode_end"
+    effects_hold: bool
+
+
+@dataclass
+class EpisodeOutcome:
+    """What one HAB episode produced."""
+
+    episode_id: str
+    success: bool
+    stages: dict[str, bool]
+    failed_skill: str | None  # skill name of the failed call (histogram key)
+    failed_call: str | None  # e.g. "pick(obj_3)"
+    num_replans: int
+    steps: int
+    reward: float
+    end_reason: str  # "stop" | "truncated" | "force" | "planner" | "replans_exhausted"
+    skill_runs: list[SkillRun] = field(default_factory=list)
+
+    def to_record(self) -> EpisodeRecord:
+        return EpisodeRecord(
+            episode_id=self.episode_id,
+            success=self.success,
+            stages=dict(self.stages),
+            failed_skill=None if self.success else self.failed_skill,
+            measures={"steps": float(self.steps), "num_replans": float(self.num_replans),
+                      "reward": float(self.reward), "num_skill_calls": float(len(self.skill_runs))},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.to_record().to_dict()
+        d.update({"failed_call": None if self.success else self.failed_call, "end_reason": self.end_reason,
+                  "skill_calls": [f"{r.label}:{r.outcome}:{r.steps}{'' if r.effects_hold else ':failed'}"
+                                  for r in self.skill_runs]})
+        return d
+
+
+# what an observer sees after every env step (videos): the env, its info, the active call label
+StepObserver = Callable[[Any, Mapping[str, float], str], None]
+
+
+# ----------------------------------------------------------------------------- the agent
+
+
+class HabAgent:
+    """Planner + skills. `skills(name)` gives the controller of a skill (oracle or learned)."""
+
+    def __init__(self, agent_type: str, skills: Callable[[str], SkillController], max_replans: int,
+                 planner_cfg: Mapping[str, Any] | None = None) -> None:
+        if agent_type not in AGENT_TYPES:
+            raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
+        self.agent_type = agent_type
+        self.skills = skills
+        self.max_replans = int(max_replans)
+        self.planner_cfg = load_planner_cfg() if planner_cfg is None else planner_cfg
+        self.use_nav = agent_type != "tp-srl-nonav"
+
+    def executes(self, call_skill: str) -> bool:
+        """Whether this agent runs a skill (nonav drops nav steps)."""
+        return self.use_nav or call_skill != "nav"
+
+    def run_episode(self, env: Any, episode_index: int, observer: StepObserver | None = None) -> EpisodeOutcome:
+        """Run one episode of `env` (a `RearrangeEnv` over a `HabTask`) to its end."""
+        env.reset(options={"episode_index": int(episode_index)})
+        task, episode = env.task, env.current_episode
+        problem = task.problem
+        run = _EpisodeRun(episode_id=str(episode.episode_id))
+        try:
+            planner = build_planner(problem, self.planner_cfg)
+            plan = planner.plan()
+        except PlanningError:
+            run.end_reason, run.failed = "planner", ("planner", "planner")
+            return self._finish(env, run, observer, call_stop=True)
+        believed = planner.init
+        queue: deque[GroundAction] = deque(plan)
+        while True:
+            if not queue:
+                observed = task.symbolic_state(env.sim)
+                if problem.goal <= observed:
+                    break
+                if not self._replan(run, planner, observed, queue, ("plan", "plan")):
+                    break
+                believed = planner.check_state(observed) | planner.static_facts
+                continue
+            action = queue.popleft()
+            call = ground_action(action, problem, SymbolicInputs.from_sim(env.sim))
+            after = planner.apply(believed, action)
+            expected = {a for a in after - believed if a[0] not in UNCHECKED_EFFECTS}
+            believed = after
+            if not self.executes(call.skill):
+                continue
+            ended = self._run_skill(env, call, run, observer)
+            if ended:
+                return self._finish(env, run, observer, call_stop=False)
+            observed = task.symbolic_state(env.sim)
+            holds = expected <= observed
+            run.skill_runs[-1].effects_hold = holds
+            if not holds:
+                if not self._replan(run, planner, observed, queue, (call.skill, call_label(call))):
+                    break
+                believed = planner.check_state(observed) | planner.static_facts
+        return self._finish(env, run, observer, call_stop=True)
+
+    # ------------------------------------------------------------------ pieces
+
+    def _replan(self, run: _EpisodeRun, planner: Any, observed: frozenset, queue: deque,
+                failed: tuple[str, str]) -> bool:
+        """Re-plan from `observed` into `queue`; False when the budget is spent or no plan exists."""
+        run.failed = failed
+        if run.replans >= self.max_replans:
+            run.end_reason = "replans_exhausted"
+            return False
+        run.replans += 1
+        try:
+            new_plan = replan(planner, observed)
+        except PlanningError:
+            run.end_reason = "planner"
+            return False
+        queue.clear()
+        queue.extend(new_plan)
+        return True
+
+    def _run_skill(self, env: Any, call: SkillCall, run: _EpisodeRun, observer: StepObserver | None) -> bool:
+        """Run one skill call; True if the episode ended during it (truncation or force limit)."""
+        controller = self.skills(call.skill)
+        skill = controller.skill
+        target = sensor_target(call.target)
+        env.task.point_sensors(target, grip_disabled=grip_disabled(skill))
+        sim = env.sim
+        label = call_label(call)
+        run.active = (call.skill, label)
+        controller.start(sim, target)
+        keys = tuple(dict.fromkeys((*MONITOR_KEYS, *env.task.obs_keys)))
+        obs = observe(sim, target, keys)
+        monitor = SkillMonitor(skill)
+        monitor.reset(obs)
+        record = SkillRun(label=label, skill=call.skill, steps=0, outcome="timeout", effects_hold=False)
+        run.skill_runs.append(record)
+        while True:
+            full = controller.act(sim, obs)
+            skill_action = full.copy()
+            full[STOP] = 0.0  # a skill's stop ends the skill, never the episode
+            env_obs, reward, terminated, truncated, info = env.step(full)
+            run.steps += 1
+            run.reward += float(reward)
+            run.info = info
+            record.steps += 1
+            obs = dict(env_obs)
+            obs.update(observe(sim, target, MONITOR_KEYS))
+            if observer is not None:
+                observer(env, info, label)
+            if terminated or truncated:
+                record.outcome = "episode_end"
+                run.end_reason = "force" if info.get("force_terminate", 0.0) > 0 else "truncated"
+                run.failed = run.active
+                return True
+            done, timed_out = monitor.step(obs, _subset(skill, skill_action))
+            if done:
+                record.outcome = "timeout" if timed_out else "done"
+                return False
+
+    def _finish(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, call_stop: bool) -> EpisodeOutcome:
+        success = False
+        if call_stop:
+            stop = np.zeros(ACTION_DIM)
+            stop[STOP] = 1.0
+            env.task.grip_disabled = True  # keep the grasp state on the stop step
+            _, reward, terminated, truncated, info = env.step(stop)
+            run.steps += 1
+            run.reward += float(reward)
+            run.info = info
+            success = bool(info.get("success", 0.0) > 0)
+            if observer is not None:
+                observer(env, info, "stop")
+            if run.end_reason == "":
+                run.end_reason = "stop"
+            if not success and run.failed is None:
+                run.failed = ("stop", "stop")
+        else:
+            success = bool(run.info.get("success", 0.0) > 0)
+        stages = {name: bool(run.info.get(f"stage/{name}", 0.0) > 0) for name in env.task.stage_names}
+        failed = None if success else run.failed
+        return EpisodeOutcome(
+            episode_id=run.episode_id, success=success, stages=stages,
+            failed_skill=None if failed is None else failed[0], failed_call=None if failed is None else failed[1],
+            num_replans=run.replans, steps=run.steps, reward=run.reward,
+            end_reason="stop" if success else run.end_reason or "stop", skill_runs=run.skill_runs)
+
+
+@dataclass
+class _EpisodeRun:
+    """Mutable bookkeeping of one episode."""
+
+    episode_id: str
+    steps: int = 0
+    reward: float = 0.0
+    replans: int = 0
+    info: Mapping[str, float] = field(default_factory=dict)
+    active: tuple[str, str] | None = None
+    failed: tuple[str, str] | None = None
+    end_reason: str = ""
+    skill_runs: list[SkillRun] = field(default_factory=list)
+
+
+def _subset(skill: SkillDef, full: np.ndarray) -> np.ndarray:
+    """The skill's own action entries of a full action (what its stop value is read from)."""
+    return np.concatenate([full[ACTION_SLICES[n]] for n in skill.action_subsets])
+
+
+# ----------------------------------------------------------------------------- building
+
+
+def skills_in_plans(plans: Sequence[Sequence[GroundAction]], agent_type: str) -> list[str]:
+    """The skills an agent type needs for these plans, in first-use order."""
+    from planner.grounding import SKILL_OF_ACTION
+
+    out: list[str] = []
+    for plan in plans:
+        for step in plan:
+            skill = SKILL_OF_ACTION[step.name]
+            if skill == "nav" and agent_type == "tp-srl-nonav":
+                continue
+            if skill not in out:
+                out.append(skill)
+    return out
+
+
+def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mapping[str, Path] | None = None,
+               oracle_cfg: Mapping[str, Any] | None = None) -> HabAgent:
+    """The agent of a type: `oracle` uses the oracle controllers, the `tp-srl` types the checkpoints."""
+    if agent_type not in AGENT_TYPES:
+        raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
+    if agent_type == "oracle":
+        skills: Callable[[str], SkillController] = OracleSkills(oracle_cfg)
+    else:
+        skills = LearnedSkills(checkpoints or {}, deterministic=bool(agent_cfg["deterministic"]))
+    return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]))

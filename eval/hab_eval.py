@@ -1,0 +1,319 @@
+"""`eval-hab`: evaluate a hierarchical agent on a HAB scenario (Tidy House, Prepare Groceries, Set Table).
+
+Generates (or loads) the scenario episodes of a split, runs the chosen agent (eval/agent.py) on each
+with a progress bar, and writes into the output folder:
+
+- `results.json`: full-task success with a 95% bootstrap CI, per-stage progressive success
+  (ManiSkill-HAB's progressive completion; VER paper Fig. 6) with CIs, the rate each stage was
+  reached at all, the failed-skill histogram, mean steps / replans / reward, and one row per episode;
+- `stages.png`: bar chart of the per-stage success;
+- with `--video DIR`: one MP4 per episode, third-person RGB (targets red, goals green, the active
+  skill's target opaque) beside the head depth, with scenario, skill, stage and step overlaid; the
+  file name carries the episode id and success.
+
+Settings live in configs/eval_hab.yaml; anything there can be overridden Hydra-style after the flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+EXAMPLES = """examples:
+  eval-hab --scenario tidy_house --agent oracle --episodes 20 --split val
+  eval-hab --scenario set_table --agent tp-srl --checkpoint-dir runs/skills --episodes 100 --video out/videos
+  eval-hab --scenario prepare_groceries --agent tp-srl-nonav --checkpoint-dir runs/skills_nonav
+  eval-hab --scenario tidy_house --episodes 5 agent.max_replans=0 hab_task.max_steps=5000
+  eval-hab --scenario set_table --agent tp-srl agent.checkpoints.pick=ckpts/pick.pt --checkpoint-dir ckpts
+"""
+
+TARGET_RGBA = (1.0, 0.2, 0.2, 0.35)
+GOAL_RGBA = (0.2, 1.0, 0.2, 0.35)
+ACTIVE_ALPHA = 0.9
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from eval.agent import AGENT_TYPES
+    from rearrange.episodes import SCENARIO_KINDS
+
+    p = argparse.ArgumentParser(
+        prog="eval-hab",
+        description="Evaluate a task-planner + skills agent on a HAB scenario: success, per-stage "
+                    "success with 95%% bootstrap CIs, failed-skill histogram, optional videos.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--scenario", required=True, help=f"one of: {', '.join(SCENARIO_KINDS)}")
+    p.add_argument("--agent", default="oracle", help=f"one of: {', '.join(AGENT_TYPES)} (default: oracle)")
+    p.add_argument("--episodes", type=int, default=None, help="number of episodes (default: eval.episodes)")
+    p.add_argument("--split", default=None, help="train or val (default: eval.split)")
+    p.add_argument("--seed", type=int, default=None, help="episode generation seed (default: eval.seed)")
+    p.add_argument("--episodes-file", default=None, help="a scenario dataset .json(.gz) instead of generating")
+    p.add_argument("--video", default=None, metavar="DIR", help="write one MP4 per episode into DIR")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="folder for results.json and stages.png (default: eval.out_dir/<scenario>_<agent>)")
+    p.add_argument("--checkpoint-dir", default=None, metavar="DIR",
+                   help="learned skills: DIR/<skill>.pt unless agent.checkpoints.<skill> is set")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("overrides", nargs="*", help="Hydra overrides of configs/eval_hab.yaml, e.g. agent.max_replans=1")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from eval.agent import AGENT_TYPES
+    from rearrange.episodes import SCENARIO_KINDS, SPLITS
+    from trainer.config import ConfigError, compose, exit_with_error, to_plain, unknown_choice
+
+    args = build_parser().parse_args(argv)
+    if args.scenario not in SCENARIO_KINDS:
+        exit_with_error(unknown_choice("scenario", args.scenario, SCENARIO_KINDS))
+    if args.agent not in AGENT_TYPES:
+        exit_with_error(unknown_choice("agent", args.agent, AGENT_TYPES))
+    try:
+        cfg = to_plain(compose("eval_hab", args.overrides))
+    except ConfigError as exc:
+        exit_with_error(str(exc))
+    ev = cfg["eval"]
+    split = args.split if args.split is not None else str(ev["split"])
+    if split not in SPLITS:
+        exit_with_error(unknown_choice("split", split, SPLITS))
+    count = int(args.episodes if args.episodes is not None else ev["episodes"])
+    if count < 1:
+        exit_with_error(f"--episodes must be >= 1, got {count}")
+    seed = int(args.seed if args.seed is not None else ev["seed"])
+    episodes_file = args.episodes_file if args.episodes_file is not None else ev["episodes_file"]
+    out_dir = Path(args.out) if args.out else Path(str(ev["out_dir"])) / f"{args.scenario}_{args.agent}"
+
+    episodes = load_scenario_episodes(args.scenario, split, count, seed, episodes_file)
+    try:
+        result = evaluate(args.scenario, args.agent, episodes, cfg, seed=seed, split=split,
+                          checkpoint_dir=args.checkpoint_dir, video_dir=args.video, progress=not args.no_progress)
+    except UsageError as exc:
+        exit_with_error(str(exc))
+    write_outputs(result, out_dir)
+    print_summary(result, out_dir)
+    return 0
+
+
+class UsageError(ValueError):
+    """A problem with the user's input found while setting up the evaluation; one line."""
+
+
+def load_scenario_episodes(scenario: str, split: str, count: int, seed: int,
+                           episodes_file: str | os.PathLike | None) -> list:
+    """`count` episodes of the scenario: the first ones of `episodes_file`, or generated (deterministic)."""
+    from rearrange.episodes import EpisodeFileError, load_episodes
+    from trainer.config import exit_with_error
+
+    if episodes_file is not None:
+        try:
+            episodes = load_episodes(episodes_file)
+        except EpisodeFileError as exc:
+            exit_with_error(str(exc))
+        wrong = sorted({e.kind for e in episodes if e.kind != scenario})
+        if wrong:
+            exit_with_error(f"episode file {episodes_file} holds {', '.join(wrong)} episodes, not {scenario}")
+        if len(episodes) < count:
+            exit_with_error(f"episode file {episodes_file} has {len(episodes)} episodes, {count} requested")
+        return episodes[:count]
+    from rearrange.generate import generate_episodes
+
+    return generate_episodes(scenario, split, count, seed)
+
+
+def initial_plans(scenario: str, episodes: Sequence[Any]) -> list:
+    """The planner's plan of every episode from its initial state (layouts are generated, no sim)."""
+    from planner.predicates import PredicateThresholds, load_planner_cfg
+    from planner.problem import build_planner, load_scenario_cfg, problem_from_episode
+    from rearrange.layout import generate_layout
+
+    planner_cfg = load_planner_cfg()
+    thresholds = PredicateThresholds.from_cfg(planner_cfg["predicates"])
+    scenario_cfg = load_scenario_cfg(scenario)
+    layouts: dict[int, Any] = {}
+    plans = []
+    for ep in episodes:
+        if ep.layout_seed not in layouts:
+            layouts[ep.layout_seed] = generate_layout(ep.layout_seed)
+        problem = problem_from_episode(ep, layouts[ep.layout_seed], scenario_cfg, thresholds)
+        plans.append(build_planner(problem, planner_cfg).plan())
+    return plans
+
+
+def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mapping[str, Any], *, seed: int = 0,
+             split: str = "val", checkpoint_dir: str | os.PathLike | None = None,
+             video_dir: str | os.PathLike | None = None, progress: bool = True) -> dict[str, Any]:
+    """Run the agent on every episode; returns the results dict (see the module docstring)."""
+    from tqdm import tqdm
+
+    from eval.agent import CheckpointMissing, make_agent, resolve_checkpoints, skills_in_plans
+    from eval.metrics import aggregate
+    from rearrange.env import RearrangeEnv
+    from rearrange.tasks.hab import HabTask
+    from trainer.checkpoint import CheckpointError
+
+    plans = initial_plans(scenario, episodes)
+    needed = skills_in_plans(plans, agent_type)
+    obs_keys: tuple[str, ...] = ()
+    checkpoints = None
+    if agent_type != "oracle":
+        try:
+            checkpoints = resolve_checkpoints(needed, cfg["agent"]["checkpoints"], checkpoint_dir)
+        except CheckpointMissing as exc:
+            raise UsageError(str(exc)) from None
+    agent = make_agent(agent_type, cfg["agent"], checkpoints)
+    if agent_type != "oracle":
+        try:
+            agent.skills.load_all(needed)  # type: ignore[attr-defined]
+        except (CheckpointError, CheckpointMissing) as exc:
+            raise UsageError(str(exc)) from None
+        obs_keys = agent.skills.obs_keys  # type: ignore[attr-defined]
+    vcfg = cfg["video"]
+    env = RearrangeEnv(HabTask(scenario, cfg, obs_keys=obs_keys), episodes, episode_order="cycle",
+                       render_width=int(vcfg["width"]), render_height=int(vcfg["height"]))
+    env.reset(seed=seed)
+    outcomes = []
+    try:
+        bar = tqdm(range(len(episodes)), desc=f"eval-hab {scenario} ({agent_type})", unit="ep", disable=not progress)
+        for i in bar:
+            recorder = None if video_dir is None else EpisodeVideo(Path(video_dir), scenario, vcfg)
+            try:
+                outcome = agent.run_episode(env, i, observer=recorder)
+            except BaseException:
+                if recorder is not None:
+                    recorder.abort()
+                raise
+            if recorder is not None:
+                recorder.finish(outcome.episode_id, outcome.success)
+            outcomes.append(outcome)
+            bar.set_postfix(success=f"{np.mean([o.success for o in outcomes]):.2f}")
+    finally:
+        env.close()
+    stage_names: list[str] = []
+    for o in outcomes:
+        stage_names.extend(n for n in o.stages if n not in stage_names)
+    ev = cfg["eval"]
+    summary = aggregate([o.to_record() for o in outcomes], stage_names, n_resamples=int(ev["bootstrap_samples"]),
+                        confidence=float(ev["ci"]), seed=seed)
+    return {
+        "scenario": scenario,
+        "agent": agent_type,
+        "split": split,
+        "seed": seed,
+        "checkpoints": None if checkpoints is None else {k: str(v) for k, v in checkpoints.items()},
+        **summary,
+        "end_reasons": _count(o.end_reason for o in outcomes),
+        "episodes": [o.to_dict() for o in outcomes],
+        "config": {k: cfg[k] for k in ("hab_task", "agent")},
+    }
+
+
+def _count(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def write_outputs(result: Mapping[str, Any], out_dir: Path) -> None:
+    """results.json and stages.png (both written atomically)."""
+    from eval.metrics import write_json_atomic
+    from eval.plots import plot_stage_success
+
+    write_json_atomic(out_dir / "results.json", result)
+    if result["stage_success"]:
+        title = f"{result['scenario']} ({result['agent']}, {result['num_episodes']} episodes)"
+        plot_stage_success(result["stage_success"], out_dir / "stages.png", title=title)
+
+
+def print_summary(result: Mapping[str, Any], out_dir: Path) -> None:
+    s = result["success"]
+    print(f"{result['scenario']} / {result['agent']}: success {s['mean']:.3f} "
+          f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}] over {result['num_episodes']} episodes")
+    stages = ", ".join(f"{k} {v['mean']:.2f}" for k, v in result["stage_success"].items())
+    print(f"stage success (progressive): {stages}")
+    if result["failed_skill"]:
+        print(f"failed skills: {result['failed_skill']}")
+    steps = result["measures"].get("steps")
+    replans = result["measures"].get("num_replans")
+    if steps and replans:
+        print(f"mean steps {steps['mean']:.0f}, mean replans {replans['mean']:.2f}")
+    print(f"wrote {out_dir / 'results.json'}")
+
+
+class EpisodeVideo:
+    """Step observer writing one episode's MP4 (see the module docstring); renamed with its success."""
+
+    def __init__(self, video_dir: Path, scenario: str, vcfg: Mapping[str, Any]) -> None:
+        from eval.video import VideoWriter
+
+        self.dir = Path(video_dir)
+        self.scenario = scenario
+        self.width, self.height = int(vcfg["width"]), int(vcfg["height"])
+        self.every = max(1, int(vcfg["every"]))
+        self.partial = self.dir / f".{scenario}_{os.getpid()}_{id(self)}.mp4"
+        self.writer = VideoWriter(self.partial, fps=int(vcfg["fps"]))
+        self.step = 0
+
+    def __call__(self, env: Any, info: Mapping[str, float], label: str) -> None:
+        self.step += 1
+        final = label == "stop" or bool(info.get("called_stop", 0.0))
+        if (self.step - 1) % self.every and not final:
+            return
+        self.writer.append(self.frame(env, info, label))
+
+    def frame(self, env: Any, info: Mapping[str, float], label: str) -> np.ndarray:
+        from eval.video import compose_frame
+
+        sim, task = env.sim, env.task
+        rgb = sim.render_third_rgb(self.width, self.height, target_marks(sim, task))
+        depth = sim.render_head_depth()
+        names = task.stage_names
+        reached = [n for n in names if info.get(f"stage/{n}", 0.0) > 0]
+        last = reached[-1] if reached else "-"
+        lines = [
+            f"{self.scenario}  episode {env.current_episode.episode_id}",
+            f"skill: {label}",
+            f"stage: {last} ({len(reached)}/{len(names)})",
+            f"step {int(info.get('num_steps', self.step))}"
+            + ("  SUCCESS" if info.get("success", 0.0) > 0 else ""),
+        ]
+        return compose_frame(rgb, depth, lines, max_depth=float(sim.cfg["camera"]["head"]["max_depth"]))
+
+    def finish(self, episode_id: str, success: bool) -> Path | None:
+        from eval.video import video_filename
+
+        if self.writer.num_frames == 0:
+            self.writer.abort()
+            return None
+        self.writer.close()
+        final = self.dir / video_filename(self.scenario, episode_id, success)
+        os.replace(self.partial, final)
+        return final
+
+    def abort(self) -> None:
+        self.writer.abort()
+
+
+def target_marks(sim: Any, task: Any) -> list[tuple[np.ndarray, tuple[float, ...]]]:
+    """Marks for every target object (red) and goal (green); the active skill's target is opaque."""
+    marks = []
+    active = task.sensor_target
+    problem = task.problem
+    for obj, goal in zip(problem.objects, problem.goals, strict=True):
+        is_active = active.object == obj
+        alpha = ACTIVE_ALPHA if is_active else TARGET_RGBA[3]
+        marks.append((np.asarray(sim.object_pos(obj), dtype=np.float64), (*TARGET_RGBA[:3], alpha)))
+        marks.append((np.asarray(problem.goal_pos[goal], dtype=np.float64),
+                      (*GOAL_RGBA[:3], ACTIVE_ALPHA if is_active else GOAL_RGBA[3])))
+    return marks
+
+
+if __name__ == "__main__":
+    sys.exit(main())

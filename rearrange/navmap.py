@@ -1,0 +1,279 @@
+"""Navigation map: an occupancy grid of the floor, inflated by the robot base radius.
+
+Cells are free when the robot base (a disc of `robot_radius`) centred there overlaps no obstacle
+box of `layout.obstacles_2d()` and stays inside `layout.bounds`. Only the largest 8-connected free
+component is navigable, so every navigable point can reach every other one. Geodesic distances are
+shortest paths on the 8-connected grid (scipy.sparse.csgraph.dijkstra; diagonal moves only where
+both side cells are free), one distance field per goal cell, cached.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import ndimage, sparse
+from scipy.sparse import csgraph
+
+_SQRT2 = float(np.sqrt(2.0))
+
+
+def rasterize_inflated_boxes(boxes: Sequence[Any], origin: np.ndarray, resolution: float,
+                             shape: tuple[int, int], radius: float) -> np.ndarray:
+    """Boolean (nx, ny) grid: True where a cell centre is within `radius` of an oriented box footprint.
+
+    A box has `center` (x, y, ...), `half_size` (hx, hy, ...) and `yaw`. The test is exact (Minkowski
+    sum of the rectangle with a disc), evaluated at cell centres.
+    """
+    nx, ny = shape
+    blocked = np.zeros(shape, dtype=bool)
+    for box in boxes:
+        cx, cy = float(box.center[0]), float(box.center[1])
+        hx, hy = float(box.half_size[0]), float(box.half_size[1])
+        yaw = float(getattr(box, "yaw", 0.0))
+        c, s = np.cos(yaw), np.sin(yaw)
+        ext_x = abs(c) * hx + abs(s) * hy + radius
+        ext_y = abs(s) * hx + abs(c) * hy + radius
+        i0 = max(int(np.floor((cx - ext_x - origin[0]) / resolution)), 0)
+        i1 = min(int(np.ceil((cx + ext_x - origin[0]) / resolution)) + 1, nx)
+        j0 = max(int(np.floor((cy - ext_y - origin[1]) / resolution)), 0)
+        j1 = min(int(np.ceil((cy + ext_y - origin[1]) / resolution)) + 1, ny)
+        if i0 >= i1 or j0 >= j1:
+            continue
+        xs = origin[0] + (np.arange(i0, i1) + 0.5) * resolution - cx
+        ys = origin[1] + (np.arange(j0, j1) + 0.5) * resolution - cy
+        gx, gy = np.meshgrid(xs, ys, indexing="ij")
+        lx = c * gx + s * gy  # world offset -> box frame
+        ly = -s * gx + c * gy
+        dx = np.maximum(np.abs(lx) - hx, 0.0)
+        dy = np.maximum(np.abs(ly) - hy, 0.0)
+        blocked[i0:i1, j0:j1] |= dx * dx + dy * dy <= radius * radius
+    return blocked
+
+
+class NavMap:
+    """Occupancy grid, largest navigable component, geodesic distances and paths for one layout."""
+
+    def __init__(self, layout: Any, resolution: float = 0.05, robot_radius: float = 0.3,
+                 snap: float = 1.0, cache_size: int = 64) -> None:
+        (xmin, ymin), (xmax, ymax) = layout.bounds
+        self.resolution = float(resolution)
+        self.robot_radius = float(robot_radius)
+        self.snap = float(snap)
+        self.origin = np.array([xmin, ymin], dtype=np.float64)
+        nx = int(np.ceil((xmax - xmin) / resolution))
+        ny = int(np.ceil((ymax - ymin) / resolution))
+        self.shape = (nx, ny)
+        centers_x = xmin + (np.arange(nx) + 0.5) * resolution
+        centers_y = ymin + (np.arange(ny) + 0.5) * resolution
+        inside = ((centers_x[:, None] - xmin >= robot_radius) & (xmax - centers_x[:, None] >= robot_radius)
+                  & (centers_y[None, :] - ymin >= robot_radius) & (ymax - centers_y[None, :] >= robot_radius))
+        blocked = rasterize_inflated_boxes(layout.obstacles_2d(), self.origin, self.resolution,
+                                           self.shape, self.robot_radius)
+        self.free_mask = inside & ~blocked
+        labels, count = ndimage.label(self.free_mask, structure=np.ones((3, 3), dtype=int))
+        if count == 0:
+            raise ValueError(f"layout {getattr(layout, 'seed', '?')} has no free floor for a robot "
+                             f"of radius {robot_radius} m")
+        sizes = np.bincount(labels.ravel())[1:]
+        self.largest_component_mask = labels == (int(np.argmax(sizes)) + 1)
+        self._build_graph()
+        # nearest navigable cell for every cell, for snapping off-map points
+        dist, idx = ndimage.distance_transform_edt(~self.largest_component_mask, return_indices=True)
+        self._snap_dist = dist * self.resolution
+        self._snap_idx = idx
+        self._fields: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._cache_size = int(cache_size)
+
+    # ------------------------------------------------------------------ grid helpers
+
+    def _build_graph(self) -> None:
+        mask = self.largest_component_mask
+        nx, ny = self.shape
+        node_of = -np.ones(self.shape, dtype=np.int64)
+        cells = np.argwhere(mask)
+        node_of[cells[:, 0], cells[:, 1]] = np.arange(len(cells))
+        self._node_of = node_of
+        self._cells = cells
+        rows, cols, weights = [], [], []
+
+        def free(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+            ok = (i >= 0) & (i < nx) & (j >= 0) & (j < ny)
+            ok[ok] = mask[i[ok], j[ok]]
+            return ok
+
+        def add(di: int, dj: int, w: float, need_sides: bool) -> None:
+            i, j = cells[:, 0], cells[:, 1]
+            ok = free(i + di, j + dj)
+            if need_sides:
+                ok &= free(i + di, j) & free(i, j + dj)
+            rows.append(node_of[i[ok], j[ok]])
+            cols.append(node_of[i[ok] + di, j[ok] + dj])
+            weights.append(np.full(int(ok.sum()), w))
+
+        r = self.resolution
+        add(1, 0, r, False)
+        add(0, 1, r, False)
+        add(1, 1, r * _SQRT2, True)
+        add(1, -1, r * _SQRT2, True)
+        n = len(cells)
+        self._graph = sparse.csr_matrix(
+            (np.concatenate(weights), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+
+    def world_to_cell(self, xy: Sequence[float]) -> tuple[int, int]:
+        """Grid indices of the cell containing `xy` (may be outside the grid)."""
+        return (int(np.floor((float(xy[0]) - self.origin[0]) / self.resolution)),
+                int(np.floor((float(xy[1]) - self.origin[1]) / self.resolution)))
+
+    def cell_to_world(self, cell: Sequence[int]) -> np.ndarray:
+        """World xy of a cell centre."""
+        return self.origin + (np.asarray(cell, dtype=np.float64) + 0.5) * self.resolution
+
+    def _in_grid(self, cell: tuple[int, int]) -> bool:
+        return 0 <= cell[0] < self.shape[0] and 0 <= cell[1] < self.shape[1]
+
+    def is_navigable(self, xy: Sequence[float]) -> bool:
+        """True if the robot base centred at `xy` is on the largest free component."""
+        cell = self.world_to_cell(xy)
+        return self._in_grid(cell) and bool(self.largest_component_mask[cell])
+
+    def snap_cell(self, xy: Sequence[float], max_dist: float | None = None) -> tuple[int, int] | None:
+        """The navigable cell nearest to `xy` (its own if navigable), None if none within `max_dist`."""
+        max_dist = self.snap if max_dist is None else float(max_dist)
+        cell = self.world_to_cell(xy)
+        if self._in_grid(cell) and self.largest_component_mask[cell]:
+            return cell
+        ci = min(max(cell[0], 0), self.shape[0] - 1)
+        cj = min(max(cell[1], 0), self.shape[1] - 1)
+        target = (int(self._snap_idx[0, ci, cj]), int(self._snap_idx[1, ci, cj]))
+        if np.linalg.norm(self.cell_to_world(target) - np.asarray(xy[:2], dtype=np.float64)) > max_dist:
+            return None
+        return target
+
+    def nearest_navigable(self, xy: Sequence[float], max_dist: float | None = None) -> np.ndarray | None:
+        """World xy of the navigable point nearest to `xy` (itself if navigable), None if too far."""
+        if self.is_navigable(xy):
+            return np.asarray(xy[:2], dtype=np.float64).copy()
+        cell = self.snap_cell(xy, max_dist)
+        return None if cell is None else self.cell_to_world(cell)
+
+    # ------------------------------------------------------------------ distances
+
+    def distance_field(self, goal_xy: Sequence[float]) -> np.ndarray | None:
+        """Geodesic distance (metres) from every cell to the goal's (snapped) cell; inf elsewhere."""
+        cell = self.snap_cell(goal_xy)
+        if cell is None:
+            return None
+        return self._field_for_cell(cell)
+
+    def _field_for_cell(self, cell: tuple[int, int]) -> np.ndarray:
+        node = int(self._node_of[cell])
+        field = self._fields.get(node)
+        if field is not None:
+            self._fields.move_to_end(node)
+            return field
+        d = csgraph.dijkstra(self._graph, directed=False, indices=node)
+        field = np.full(self.shape, np.inf)
+        field[self._cells[:, 0], self._cells[:, 1]] = d
+        self._fields[node] = field
+        if len(self._fields) > self._cache_size:
+            self._fields.popitem(last=False)
+        return field
+
+    def geodesic_distance(self, a_xy: Sequence[float], b_xy: Sequence[float]) -> float:
+        """Shortest-path length from a to b on the grid; inf if unreachable.
+
+        Either end may be off the navigable area: it is snapped to the nearest navigable cell within
+        `snap` metres (the distance is measured to/from that cell).
+        """
+        a_cell = self.snap_cell(a_xy)
+        b_cell = self.snap_cell(b_xy)
+        if a_cell is None or b_cell is None:
+            return float("inf")
+        return float(self._field_for_cell(b_cell)[a_cell])
+
+    def reachable(self, a_xy: Sequence[float], b_xy: Sequence[float]) -> bool:
+        """True if a path exists between a and b (after snapping within `snap`)."""
+        return bool(np.isfinite(self.geodesic_distance(a_xy, b_xy)))
+
+    # ------------------------------------------------------------------ paths and sampling
+
+    def segment_clear(self, a_xy: Sequence[float], b_xy: Sequence[float]) -> bool:
+        """True if every point of the straight segment a-b is navigable (sampled at res/2)."""
+        a = np.asarray(a_xy[:2], dtype=np.float64)
+        b = np.asarray(b_xy[:2], dtype=np.float64)
+        n = max(int(np.ceil(np.linalg.norm(b - a) / (0.5 * self.resolution))), 1)
+        pts = a + (b - a) * (np.arange(n + 1)[:, None] / n)
+        idx = np.floor((pts - self.origin) / self.resolution).astype(np.int64)
+        if (idx < 0).any() or (idx[:, 0] >= self.shape[0]).any() or (idx[:, 1] >= self.shape[1]).any():
+            return False
+        return bool(self.largest_component_mask[idx[:, 0], idx[:, 1]].all())
+
+    def path(self, a_xy: Sequence[float], b_xy: Sequence[float]) -> np.ndarray:
+        """Waypoints (K, 2) from a to b, shortcut by line of sight; empty (0, 2) if unreachable.
+
+        The first waypoint is `a` (its snapped cell centre if `a` is not navigable), the last is `b`
+        if navigable, else the navigable cell nearest to it.
+        """
+        a_cell = self.snap_cell(a_xy)
+        b_cell = self.snap_cell(b_xy)
+        if a_cell is None or b_cell is None:
+            return np.zeros((0, 2))
+        field = self._field_for_cell(b_cell)
+        if not np.isfinite(field[a_cell]):
+            return np.zeros((0, 2))
+        cells = [a_cell]
+        cur = a_cell
+        nx, ny = self.shape
+        while cur != b_cell:
+            best, best_d = cur, field[cur]
+            for di in (-1, 0, 1):
+                for dj in (-1, 0, 1):
+                    n = (cur[0] + di, cur[1] + dj)
+                    if (di or dj) and 0 <= n[0] < nx and 0 <= n[1] < ny and field[n] < best_d - 1e-12:
+                        if di and dj and not (self.largest_component_mask[cur[0] + di, cur[1]]
+                                              and self.largest_component_mask[cur[0], cur[1] + dj]):
+                            continue
+                        best, best_d = n, field[n]
+            if best == cur:  # cannot happen on a consistent field; guard against loops
+                break
+            cells.append(best)
+            cur = best
+        pts = [self.cell_to_world(c) for c in cells]
+        pts[0] = np.asarray(a_xy[:2], dtype=np.float64) if self.is_navigable(a_xy) else pts[0]
+        if self.is_navigable(b_xy):
+            pts[-1] = np.asarray(b_xy[:2], dtype=np.float64)
+        return self._shortcut(np.array(pts))
+
+    def _shortcut(self, pts: np.ndarray) -> np.ndarray:
+        if len(pts) <= 2:
+            return pts
+        out = [pts[0]]
+        i = 0
+        while i < len(pts) - 1:
+            j = len(pts) - 1
+            while j > i + 1 and not self.segment_clear(pts[i], pts[j]):
+                j -= 1
+            out.append(pts[j])
+            i = j
+        return np.array(out)
+
+    def sample_navigable(self, rng: np.random.Generator, near: Sequence[float] | None = None,
+                         radius: float | None = None) -> np.ndarray | None:
+        """A random navigable point (uniform over cells; within `radius` of `near` if given)."""
+        cells = self._cells
+        if near is not None:
+            r = self.snap if radius is None else float(radius)
+            centres = self.origin + (cells + 0.5) * self.resolution
+            d = np.linalg.norm(centres - np.asarray(near[:2], dtype=np.float64), axis=1)
+            cells = cells[d <= r]
+        if len(cells) == 0:
+            return None
+        return self.cell_to_world(cells[int(rng.integers(len(cells)))])
+
+    @property
+    def navigable_area(self) -> float:
+        """Area of the largest component in m^2."""
+        return float(self.largest_component_mask.sum()) * self.resolution ** 2

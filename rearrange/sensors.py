@@ -1,0 +1,194 @@
+"""Observation sensors with habitat names, computed from a `RearrangeSim` and the current target.
+
+Each sensor is a function `(sim, target) -> np.ndarray` (float32) plus a gymnasium `Box` space
+(`sensor_space(name, sim_cfg)`). `SensorTarget` holds what a task points the sensors at: the target
+object, its goal position, the articulated handle and the navigation goal. Relative positions are
+expressed with the ee as origin and the robot base frame's axes (x forward, y left, z up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+SENSOR_NAMES = (
+    "head_depth",
+    "joint",
+    "ee_pos",
+    "is_holding",
+    "relative_resting_position",
+    "obj_start_sensor",
+    "obj_goal_sensor",
+    "goal_to_agent_gps_compass",
+    "marker_rel_pos",
+    "localization_sensor",
+)
+
+
+@dataclass
+class SensorTarget:
+    """What the target-relative sensors measure against (None: the sensor reads zeros)."""
+
+    object: str | None = None  # sim object name, e.g. "obj_2"
+    goal_pos: np.ndarray | None = None  # (3,) world goal of that object
+    handle: str | None = None  # handle marker, e.g. "fridge_handle"
+    nav_goal: np.ndarray | None = None  # (3,) or (2,) world point the robot should navigate to
+
+
+def target_from_episode(episode: Any, index: int = 0) -> SensorTarget:
+    """The sensor target of an episode: its `index`-th rearrangement target, handle and nav goal."""
+    target = SensorTarget()
+    if episode.targets:
+        t = episode.targets[min(index, len(episode.targets) - 1)]
+        target.object = t.object
+        target.goal_pos = np.asarray(t.goal_pos, dtype=np.float64)
+    target.handle = episode.info.get("handle")
+    if "nav_goal" in episode.info:
+        target.nav_goal = np.asarray(episode.info["nav_goal"], dtype=np.float64)
+    return target
+
+
+def _rel_ee(sim: Any, point_world: np.ndarray | None) -> np.ndarray:
+    if point_world is None:
+        return np.zeros(3, dtype=np.float32)
+    p = np.asarray(point_world, dtype=np.float64)
+    return (sim.to_base(p) - sim.ee_pos_base).astype(np.float32)
+
+
+def head_depth(sim: Any, target: SensorTarget) -> np.ndarray:
+    """Head camera depth image (H, W, 1), metres, clipped to [0, max_depth]."""
+    return np.asarray(sim.render_head_depth(), dtype=np.float32)
+
+
+def joint(sim: Any, target: SensorTarget) -> np.ndarray:
+    """The 7 arm joint positions (rad)."""
+    return np.asarray(sim.arm_qpos, dtype=np.float32)
+
+
+def ee_pos(sim: Any, target: SensorTarget) -> np.ndarray:
+    """End-effector position in the base frame."""
+    return np.asarray(sim.ee_pos_base, dtype=np.float32)
+
+
+def is_holding(sim: Any, target: SensorTarget) -> np.ndarray:
+    """1 if the suction gripper holds anything (an object or a handle marker), else 0.
+
+    As habitat's `IsHoldingSensor` (`grasp_mgr.is_grasped` is true for objects and markers), so the
+    open/close skills can see that they hold the handle.
+    """
+    return np.array([0.0 if sim.grasped is None else 1.0], dtype=np.float32)
+
+
+def relative_resting_position(sim: Any, target: SensorTarget) -> np.ndarray:
+    """Resting position minus ee position, base frame."""
+    return (np.asarray(sim.resting_pos_base) - np.asarray(sim.ee_pos_base)).astype(np.float32)
+
+
+def obj_start_sensor(sim: Any, target: SensorTarget) -> np.ndarray:
+    """Target object's current position relative to the ee (base-frame axes)."""
+    return _rel_ee(sim, None if target.object is None else sim.object_pos(target.object))
+
+
+def obj_goal_sensor(sim: Any, target: SensorTarget) -> np.ndarray:
+    """Target goal position relative to the ee (base-frame axes)."""
+    return _rel_ee(sim, target.goal_pos)
+
+
+def goal_to_agent_gps_compass(sim: Any, target: SensorTarget) -> np.ndarray:
+    """(distance, angle) of the navigation goal in the base frame; angle > 0: goal to the left."""
+    if target.nav_goal is None:
+        return np.zeros(2, dtype=np.float32)
+    g = np.asarray(target.nav_goal, dtype=np.float64)
+    g3 = np.array([g[0], g[1], g[2] if g.shape[0] > 2 else 0.0])
+    rel = sim.to_base(g3)
+    return np.array([np.hypot(rel[0], rel[1]), np.arctan2(rel[1], rel[0])], dtype=np.float32)
+
+
+def marker_rel_pos(sim: Any, target: SensorTarget) -> np.ndarray:
+    """Handle marker position relative to the ee (base-frame axes)."""
+    return _rel_ee(sim, None if target.handle is None else sim.handle_pos(target.handle))
+
+
+def localization_sensor(sim: Any, target: SensorTarget) -> np.ndarray:
+    """Base x, y (world) and yaw."""
+    xy = np.asarray(sim.base_xy, dtype=np.float64)
+    return np.array([xy[0], xy[1], float(sim.base_yaw)], dtype=np.float32)
+
+
+SENSORS: dict[str, Callable[[Any, SensorTarget], np.ndarray]] = {
+    "head_depth": head_depth,
+    "joint": joint,
+    "ee_pos": ee_pos,
+    "is_holding": is_holding,
+    "relative_resting_position": relative_resting_position,
+    "obj_start_sensor": obj_start_sensor,
+    "obj_goal_sensor": obj_goal_sensor,
+    "goal_to_agent_gps_compass": goal_to_agent_gps_compass,
+    "marker_rel_pos": marker_rel_pos,
+    "localization_sensor": localization_sensor,
+}
+
+
+def check_sensor_names(names: Sequence[str]) -> None:
+    for n in names:
+        if n not in SENSORS:
+            raise ValueError(f"unknown sensor '{n}'; valid choices: {', '.join(SENSOR_NAMES)}")
+
+
+def sensor_space(name: str, depth_shape: tuple[int, int] = (128, 128), max_depth: float = 10.0) -> spaces.Box:
+    """The Box space of sensor `name`; head_depth needs the camera (height, width) and max depth."""
+    check_sensor_names([name])
+    inf = np.inf
+    if name == "head_depth":
+        return spaces.Box(0.0, float(max_depth), shape=(depth_shape[0], depth_shape[1], 1), dtype=np.float32)
+    if name == "is_holding":
+        return spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
+    if name == "joint":
+        return spaces.Box(-inf, inf, shape=(7,), dtype=np.float32)
+    if name == "goal_to_agent_gps_compass":
+        return spaces.Box(np.array([0.0, -np.pi], dtype=np.float32), np.array([inf, np.pi], dtype=np.float32),
+                          dtype=np.float32)
+    if name == "localization_sensor":
+        return spaces.Box(np.array([-inf, -inf, -np.pi], dtype=np.float32),
+                          np.array([inf, inf, np.pi], dtype=np.float32), dtype=np.float32)
+    return spaces.Box(-inf, inf, shape=(3,), dtype=np.float32)
+
+
+def observation_space(names: Sequence[str], depth_shape: tuple[int, int] = (128, 128),
+                      max_depth: float = 10.0) -> spaces.Dict:
+    """Dict space of the named sensors."""
+    check_sensor_names(names)
+    return spaces.Dict({n: sensor_space(n, depth_shape, max_depth) for n in names})
+
+
+def observe(sim: Any, target: SensorTarget, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """Observation dict of the named sensors."""
+    return {n: SENSORS[n](sim, target) for n in names}
+
+
+def wrap_angle(a: float) -> float:
+    """Angle in [-pi, pi)."""
+    return float((a + np.pi) % (2 * np.pi) - np.pi)
+
+
+def camera_settings(sim_cfg: Mapping[str, Any] | None) -> tuple[tuple[int, int], float]:
+    """(depth (height, width), max_depth) of the head camera from a sim config (`configs/sim/`).
+
+    Keys missing from `sim_cfg` (or no `sim_cfg`) come from `configs/sim/default.yaml`.
+    """
+    cam = dict(_default_head_camera())
+    cam.update(((sim_cfg or {}).get("camera", {}) or {}).get("head", {}) or {})
+    return (int(cam["height"]), int(cam["width"])), float(cam["max_depth"])
+
+
+def _default_head_camera() -> Mapping[str, Any]:
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    path = Path(__file__).resolve().parent.parent / "configs" / "sim" / "default.yaml"
+    return OmegaConf.to_container(OmegaConf.load(path).camera.head, resolve=True)  # type: ignore[return-value]

@@ -1,0 +1,516 @@
+"""RearrangeSim: the one object that touches MuJoCo (apartment + Fetch-like robot + objects).
+
+One `step` is one policy step (30 Hz): arm joint-delta targets for position servos, suction grasp or
+release, and a kinematic base motion checked against the layout's 2-D obstacles, followed by
+`physics.substeps` physics steps. Suction is a weld (objects) or a ball connection (handles) between the
+gripper and what it touches, declared inactive in the model and switched on at grasp time with the
+current relative pose. Interfaces are fixed in docs/CONTRACTS.md (section rearrange.sim).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import mujoco
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from rearrange import robot as robot_mjcf
+from rearrange.layout import ApartmentLayout
+from rearrange.render import SceneRenderer, fixed_camera, free_camera
+from rearrange.scene import HELD_OBJECT_COL, OBJECT_COL, build_scene_xml, park_position
+
+if TYPE_CHECKING:
+    from rearrange.navmap import NavMap
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim" / "default.yaml"
+
+
+def load_sim_config(cfg: Mapping | DictConfig | None = None) -> dict[str, Any]:
+    """configs/sim/default.yaml with `cfg` merged over it, as a plain dict."""
+    base = OmegaConf.load(DEFAULT_CONFIG)
+    if cfg is not None:
+        over = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
+        base = OmegaConf.merge(base, over)
+    return OmegaConf.to_container(base, resolve=True)  # type: ignore[return-value]
+
+
+class RearrangeSim:
+    """Apartment simulation with a kinematic-base mobile manipulator and suction grasping."""
+
+    REST_ARM_QPOS: np.ndarray = robot_mjcf.REST_ARM_QPOS
+
+    def __init__(self, layout: ApartmentLayout, object_kinds: Sequence[str], cfg: Mapping | None = None) -> None:
+        self.cfg = load_sim_config(cfg)
+        self.layout = layout
+        xml, names = build_scene_xml(layout, object_kinds, self.cfg)
+        self.model = mujoco.MjModel.from_xml_string(xml)
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self._names = names
+        self._n_sub = int(self.cfg["physics"]["substeps"])
+        cam = self.cfg["camera"]
+        self._far = float(cam["head"]["max_depth"]) * 4.0
+        m.vis.map.znear = float(cam["head"]["near"]) / m.stat.extent
+        m.vis.map.zfar = self._far / m.stat.extent
+        m.vis.global_.fovy = float(cam["third"]["fovy_deg"])
+
+        def jid(name: str) -> int:
+            return mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+
+        def bid(name: str) -> int:
+            return mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
+
+        arm_j = [jid(n) for n in robot_mjcf.ARM_JOINTS]
+        self._arm_qadr = np.array([m.jnt_qposadr[j] for j in arm_j])
+        self._arm_dadr = np.array([m.jnt_dofadr[j] for j in arm_j])
+        self._arm_act = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, f"{n}_servo") for n in robot_mjcf.ARM_JOINTS])
+        self.arm_limits = np.array([m.jnt_range[j] for j in arm_j], dtype=np.float64)
+        self._base_qadr = np.array([m.jnt_qposadr[jid(n)] for n in ("base_x", "base_y", "base_yaw")])
+        self._base_dadr = np.array([m.jnt_dofadr[jid(n)] for n in ("base_x", "base_y", "base_yaw")])
+        self._ee_site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, robot_mjcf.EE_SITE)
+        self._gripper = bid(robot_mjcf.GRIPPER_BODY)
+        self._suction_geom = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, robot_mjcf.SUCTION_GEOM)
+
+        # robot geoms: every geom in the subtree of the base
+        root = bid("robot_base")
+        in_robot = np.zeros(m.nbody, dtype=bool)
+        for b in range(m.nbody):
+            p = b
+            while p != 0 and p != root:
+                p = m.body_parentid[p]
+            in_robot[b] = p == root
+        self._is_robot_geom = in_robot[m.geom_bodyid]
+        wall_names = {w.name for w in layout.walls}
+        self._is_wall_geom = np.array([m.geom(i).name in wall_names for i in range(m.ngeom)])
+
+        self.object_names: tuple[str, ...] = names.objects
+        self._obj_kind = dict(zip(names.objects, names.kinds, strict=True))
+        self._obj_body = {n: bid(n) for n in names.objects}
+        self._obj_qadr = {n: m.jnt_qposadr[jid(f"{n}_joint")] for n in names.objects}
+        self._obj_dadr = {n: m.jnt_dofadr[jid(f"{n}_joint")] for n in names.objects}
+        self._obj_geoms = {n: np.flatnonzero(m.geom_bodyid == self._obj_body[n]) for n in names.objects}
+        self.art_names: tuple[str, ...] = names.articulated
+        self._art_qadr = {n: m.jnt_qposadr[jid(f"{n}_joint")] for n in names.articulated}
+        self._art_dadr = {n: m.jnt_dofadr[jid(f"{n}_joint")] for n in names.articulated}
+        self._art_range = {n: tuple(float(v) for v in m.jnt_range[jid(f"{n}_joint")]) for n in names.articulated}
+        self._handle_body = {h: bid(h) for h in names.handles}
+        self._handle_geom = {h: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{h}_geom") for h in names.handles}
+        self._handle_contype = {h: int(m.geom_contype[g]) for h, g in self._handle_geom.items()}
+        eq = {n: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_EQUALITY, n) for n in names.object_welds + names.handle_connects}
+        self._grasp_eq = {n: eq[f"grasp_{n}"] for n in names.objects + names.handles}
+
+        obstacles = layout.obstacles_2d()
+        self._obs_c = np.array([b.center[:2] for b in obstacles], dtype=np.float64).reshape(-1, 2)
+        self._obs_h = np.array([b.half_size[:2] for b in obstacles], dtype=np.float64).reshape(-1, 2)
+        yaw = np.array([b.yaw for b in obstacles], dtype=np.float64)
+        self._obs_cos, self._obs_sin = np.cos(yaw), np.sin(yaw)
+        self._radius = float(self.cfg["base"]["radius"])
+
+        self._renderer: SceneRenderer | None = None
+        self._navmap: NavMap | None = None
+        self._head_cam = fixed_camera(m, robot_mjcf.HEAD_CAMERA)
+        self._arm_target = self.REST_ARM_QPOS.copy()
+        self._base_xy = np.zeros(2)
+        self._base_yaw = 0.0
+        self._grasped: str | None = None
+        self.base_collided = False
+        self.robot_contact_force = 0.0
+        kitchen = layout.rooms[0].bounds
+        start = np.array([(kitchen[0][0] + kitchen[1][0]) / 2, (kitchen[0][1] + kitchen[1][1]) / 2])
+        self.reset_state({}, {}, start, 0.0)
+
+    # ------------------------------------------------------------------ reset / step
+    def reset_state(
+        self,
+        objects: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+        art_states: Mapping[str, float],
+        base_xy: Sequence[float],
+        base_yaw: float,
+        arm_qpos: Sequence[float] | None = None,
+        grasped: str | None = None,
+    ) -> None:
+        """Put the whole scene in a given state; objects not listed wait outside the apartment."""
+        m, d = self.model, self.data
+        unknown = [n for n in objects if n not in self._obj_body]
+        if unknown:
+            raise ValueError(f"unknown objects {unknown}; valid: {', '.join(self.object_names)}")
+        unknown = [n for n in art_states if n not in self._art_qadr]
+        if unknown:
+            raise ValueError(f"unknown articulated objects {unknown}; valid: {', '.join(self.art_names)}")
+        mujoco.mj_resetData(m, d)
+        self._release()
+        d.eq_active[:] = 0
+        for i, name in enumerate(self.object_names):
+            pos, quat = objects.get(name, (park_position(i), (1.0, 0.0, 0.0, 0.0)))
+            a = self._obj_qadr[name]
+            d.qpos[a : a + 3] = pos
+            d.qpos[a + 3 : a + 7] = np.asarray(quat, dtype=np.float64) / np.linalg.norm(quat)
+        for name in self.art_names:
+            lo, hi = self._art_range[name]
+            d.qpos[self._art_qadr[name]] = np.clip(float(art_states.get(name, 0.0)), lo, hi)
+        q = self.REST_ARM_QPOS if arm_qpos is None else np.asarray(arm_qpos, dtype=np.float64)
+        q = np.clip(q, self.arm_limits[:, 0], self.arm_limits[:, 1])
+        d.qpos[self._arm_qadr] = q
+        self._arm_target = q.copy()
+        d.ctrl[self._arm_act] = q
+        self._set_base_state(np.asarray(base_xy, dtype=np.float64), float(base_yaw))
+        self._base_xy = np.array(base_xy, dtype=np.float64)
+        self._base_yaw = float(base_yaw)
+        self.base_collided = False
+        self.robot_contact_force = 0.0
+        mujoco.mj_forward(m, d)
+        if grasped is not None:
+            if grasped in self._obj_body:
+                self._snap_into_gripper(grasped)
+                self._attach(grasped)
+            elif grasped in self._handle_body:
+                if not self._attach_if_touching(only=grasped):
+                    raise ValueError(f"cannot start grasping {grasped!r}: the suction cup does not touch it")
+            else:
+                raise ValueError(f"unknown grasp target {grasped!r}; valid: {', '.join(self.object_names + tuple(self._handle_body))}")
+            mujoco.mj_forward(m, d)
+
+    def step(self, arm: Sequence[float], grip: float | None, base: Sequence[float]) -> None:
+        """One policy step: arm joint deltas in [-1, 1], grip (>= 0 grasp, < 0 release, None keep), base (lin, ang)."""
+        m, d = self.model, self.data
+        delta = np.clip(np.asarray(arm, dtype=np.float64), -1.0, 1.0) * float(self.cfg["arm"]["delta_per_step"])
+        self._arm_target = np.clip(self._arm_target + delta, self.arm_limits[:, 0], self.arm_limits[:, 1])
+        d.ctrl[self._arm_act] = self._arm_target
+        if grip is not None:
+            if grip >= 0.0:
+                if self._grasped is None:
+                    self._attach_if_touching()
+            else:
+                self._release()
+
+        start_xy, start_yaw = self._base_xy.copy(), self._base_yaw
+        new_xy, new_yaw, blocked = self._move_base(np.asarray(base, dtype=np.float64))
+        self.base_collided = blocked
+        force = 0.0
+        vel = np.array([*(new_xy - start_xy), new_yaw - start_yaw]) / (self._n_sub * m.opt.timestep)
+        for k in range(self._n_sub):
+            f = k / self._n_sub
+            self._set_base_state(start_xy + f * (new_xy - start_xy), start_yaw + f * (new_yaw - start_yaw), vel)
+            mujoco.mj_step(m, d)
+            force += self._robot_contact_force()
+        self.robot_contact_force = force / self._n_sub
+        self._base_xy, self._base_yaw = new_xy, float(np.arctan2(np.sin(new_yaw), np.cos(new_yaw)))
+        self._set_base_state(self._base_xy, self._base_yaw, vel)
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_comPos(m, d)
+
+    # ------------------------------------------------------------------ base
+    def _penetration(self, xy: np.ndarray) -> float:
+        """How deep the base disc at `xy` reaches into the nearest obstacle box (0 = free)."""
+        dx, dy = xy[0] - self._obs_c[:, 0], xy[1] - self._obs_c[:, 1]
+        lx = self._obs_cos * dx + self._obs_sin * dy
+        ly = -self._obs_sin * dx + self._obs_cos * dy
+        ex = lx - np.clip(lx, -self._obs_h[:, 0], self._obs_h[:, 0])
+        ey = ly - np.clip(ly, -self._obs_h[:, 1], self._obs_h[:, 1])
+        dist = np.sqrt(ex * ex + ey * ey)
+        return float(max(0.0, np.max(self._radius - dist))) if len(dist) else 0.0
+
+    def base_is_free(self, xy: Sequence[float]) -> bool:
+        """The base disc at `xy` does not touch walls or furniture footprints."""
+        return self._penetration(np.asarray(xy, dtype=np.float64)) == 0.0
+
+    def _move_base(self, base: np.ndarray) -> tuple[np.ndarray, float, bool]:
+        lin = float(np.clip(base[0], -1.0, 1.0)) * float(self.cfg["base"]["max_lin_per_step"])
+        ang = float(np.clip(base[1], -1.0, 1.0)) * float(self.cfg["base"]["max_ang_per_step"])
+        yaw = self._base_yaw + ang
+        mid = self._base_yaw + ang / 2
+        delta = lin * np.array([np.cos(mid), np.sin(mid)])
+        xy = self._base_xy
+        if lin == 0.0:
+            return xy.copy(), yaw, False
+        allowed = self._penetration(xy) + 1e-9
+        cand = xy + delta
+        if self._penetration(cand) <= allowed:
+            return cand, yaw, False
+        order = (0, 1) if abs(delta[0]) >= abs(delta[1]) else (1, 0)
+        for axis in order:
+            slide = xy.copy()
+            slide[axis] += delta[axis]
+            if abs(delta[axis]) > 1e-9 and self._penetration(slide) <= allowed:
+                return slide, yaw, True
+        return xy.copy(), yaw, True
+
+    def _set_base_state(self, xy: np.ndarray, yaw: float, vel: np.ndarray | None = None) -> None:
+        """Write the base joints (kinematic): position and the velocity of the current motion."""
+        self.data.qpos[self._base_qadr] = (xy[0], xy[1], yaw)
+        self.data.qvel[self._base_dadr] = 0.0 if vel is None else vel
+
+    @property
+    def base_xy(self) -> np.ndarray:
+        return self._base_xy.copy()
+
+    @property
+    def base_yaw(self) -> float:
+        return float(self._base_yaw)
+
+    def set_base_pose(self, xy: Sequence[float], yaw: float) -> None:
+        """Teleport the base (no collision check); a held object moves with the gripper."""
+        self._base_xy = np.array(xy, dtype=np.float64)
+        self._base_yaw = float(yaw)
+        self._set_base_state(self._base_xy, self._base_yaw)
+        mujoco.mj_forward(self.model, self.data)
+        self._snap_held()
+
+    # ------------------------------------------------------------------ arm
+    @property
+    def arm_qpos(self) -> np.ndarray:
+        return self.data.qpos[self._arm_qadr].copy()
+
+    @property
+    def arm_target(self) -> np.ndarray:
+        """Current servo targets of the arm joints."""
+        return self._arm_target.copy()
+
+    def set_arm_qpos(self, q: Sequence[float]) -> None:
+        """Set arm joints and their servo targets (clipped to limits); a held object moves with the gripper."""
+        q = np.clip(np.asarray(q, dtype=np.float64), self.arm_limits[:, 0], self.arm_limits[:, 1])
+        self.data.qpos[self._arm_qadr] = q
+        self.data.qvel[self._arm_dadr] = 0.0
+        self._arm_target = q.copy()
+        self.data.ctrl[self._arm_act] = q
+        mujoco.mj_forward(self.model, self.data)
+        self._snap_held()
+
+    @property
+    def ee_pos(self) -> np.ndarray:
+        return self.data.site_xpos[self._ee_site].copy()
+
+    @property
+    def ee_pos_base(self) -> np.ndarray:
+        return self.to_base(self.ee_pos)
+
+    @property
+    def resting_pos_base(self) -> np.ndarray:
+        return np.asarray(self.cfg["arm"]["resting_pos_base"], dtype=np.float64)
+
+    def to_base(self, p_world: Sequence[float]) -> np.ndarray:
+        """A world point in the base frame (x forward, y left, origin on the floor under the base)."""
+        p = np.asarray(p_world, dtype=np.float64)
+        c, s = np.cos(self._base_yaw), np.sin(self._base_yaw)
+        dx, dy = p[0] - self._base_xy[0], p[1] - self._base_xy[1]
+        return np.array([c * dx + s * dy, -s * dx + c * dy, p[2]])
+
+    def ee_jacobian(self) -> np.ndarray:
+        """(3, 7) world-frame position Jacobian of the end effector w.r.t. the arm joints."""
+        jacp = np.zeros((3, self.model.nv))
+        mujoco.mj_jacSite(self.model, self.data, jacp, None, self._ee_site)
+        return jacp[:, self._arm_dadr]
+
+    # ------------------------------------------------------------------ grasp
+    @property
+    def grasped(self) -> str | None:
+        return self._grasped
+
+    def _body_pose(self, body: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.data.xpos[body].copy(), self.data.xquat[body].copy()
+
+    def _candidates(self, only: str | None = None) -> list[tuple[str, int]]:
+        ee = self.ee_pos
+        out = []
+        for name, geoms in self._obj_geoms.items():
+            if (only is None or only == name) and np.linalg.norm(self.data.xpos[self._obj_body[name]] - ee) < 0.4:
+                out += [(name, int(g)) for g in geoms]
+        for h, g in self._handle_geom.items():
+            if (only is None or only == h) and np.linalg.norm(self.data.geom_xpos[g] - ee) < 0.4:
+                out.append((h, g))
+        return out
+
+    def touching(self, only: str | None = None) -> str | None:
+        """The object or handle the suction cup touches (within suction.max_dist), nearest first."""
+        max_dist = float(self.cfg["suction"]["max_dist"])
+        best, best_d = None, max_dist
+        fromto = np.zeros(6)
+        for name, g in self._candidates(only):
+            dist = mujoco.mj_geomDistance(self.model, self.data, self._suction_geom, g, max_dist + 0.01, fromto)
+            if dist <= best_d:
+                best, best_d = name, dist
+        return best
+
+    def _attach_if_touching(self, only: str | None = None) -> bool:
+        target = self.touching(only)
+        if target is None:
+            return False
+        self._attach(target)
+        return True
+
+    def _attach(self, target: str) -> None:
+        m, d = self.model, self.data
+        eq = self._grasp_eq[target]
+        gp, gq = self._body_pose(self._gripper)
+        if target in self._obj_body:
+            op, oq = self._body_pose(self._obj_body[target])
+            # relative pose of the object (body2) in the gripper frame (body1)
+            rel_p = np.zeros(3)
+            gq_inv = np.zeros(4)
+            mujoco.mju_negQuat(gq_inv, gq)
+            mujoco.mju_rotVecQuat(rel_p, op - gp, gq_inv)
+            rel_q = np.zeros(4)
+            mujoco.mju_mulQuat(rel_q, gq_inv, oq)
+            m.eq_data[eq, 0:3] = 0.0
+            m.eq_data[eq, 3:6] = rel_p
+            m.eq_data[eq, 6:10] = rel_q
+            m.eq_data[eq, 10] = 1.0
+            for g in self._obj_geoms[target]:
+                m.geom_contype[g], m.geom_conaffinity[g] = HELD_OBJECT_COL
+        else:
+            # ball connection at the end-effector point: anchor in gripper and in handle frames
+            ee = self.ee_pos
+            hb = self._handle_body[target]
+            hp, hq = self._body_pose(hb)
+            a1, a2, inv = np.zeros(3), np.zeros(3), np.zeros(4)
+            mujoco.mju_negQuat(inv, gq)
+            mujoco.mju_rotVecQuat(a1, ee - gp, inv)
+            mujoco.mju_negQuat(inv, hq)
+            mujoco.mju_rotVecQuat(a2, ee - hp, inv)
+            m.eq_data[eq, 0:3] = a1
+            m.eq_data[eq, 3:6] = a2
+            m.geom_contype[self._handle_geom[target]] = 0
+        d.eq_active[eq] = 1
+        self._grasped = target
+
+    def _release(self) -> None:
+        if self._grasped is None:
+            return
+        m = self.model
+        self.data.eq_active[self._grasp_eq[self._grasped]] = 0
+        if self._grasped in self._obj_geoms:
+            for g in self._obj_geoms[self._grasped]:
+                m.geom_contype[g], m.geom_conaffinity[g] = OBJECT_COL
+        else:
+            m.geom_contype[self._handle_geom[self._grasped]] = self._handle_contype[self._grasped]
+        self._grasped = None
+
+    def _snap_into_gripper(self, name: str) -> None:
+        """Place object `name` touching the suction cup, along the gripper's pointing direction."""
+        kind = self._obj_kind[name]
+        from rearrange.objects import object_kind
+
+        k = object_kind(kind)
+        xaxis = self.data.site_xmat[self._ee_site].reshape(3, 3)[:, 0]
+        offset = k.rest_height if abs(xaxis[2]) > 0.7 else k.radius
+        self._write_object_pose(name, self.ee_pos + xaxis * (offset + 0.002), self.data.xquat[self._obj_body[name]])
+        mujoco.mj_forward(self.model, self.data)
+
+    def _snap_held(self) -> None:
+        """After a teleport, put a held object back at its grasp pose relative to the gripper."""
+        if self._grasped is None or self._grasped not in self._obj_body:
+            return
+        eq = self._grasp_eq[self._grasped]
+        gp, gq = self._body_pose(self._gripper)
+        p, q = np.zeros(3), np.zeros(4)
+        mujoco.mju_rotVecQuat(p, self.model.eq_data[eq, 3:6], gq)
+        mujoco.mju_mulQuat(q, gq, self.model.eq_data[eq, 6:10])
+        self._write_object_pose(self._grasped, gp + p, q)
+        mujoco.mj_forward(self.model, self.data)
+
+    # ------------------------------------------------------------------ objects and containers
+    def object_kind(self, name: str) -> str:
+        return self._obj_kind[name]
+
+    def object_pos(self, name: str) -> np.ndarray:
+        a = self._obj_qadr[name]
+        return self.data.qpos[a : a + 3].copy()
+
+    def object_quat(self, name: str) -> np.ndarray:
+        a = self._obj_qadr[name]
+        return self.data.qpos[a + 3 : a + 7].copy()
+
+    def _write_object_pose(self, name: str, pos: Sequence[float], quat: Sequence[float]) -> None:
+        a, v = self._obj_qadr[name], self._obj_dadr[name]
+        q = np.asarray(quat, dtype=np.float64)
+        self.data.qpos[a : a + 3] = pos
+        self.data.qpos[a + 3 : a + 7] = q / np.linalg.norm(q)
+        self.data.qvel[v : v + 6] = 0.0
+
+    def set_object_pose(self, name: str, pos: Sequence[float], quat: Sequence[float]) -> None:
+        """Teleport an object (velocity zeroed)."""
+        self._write_object_pose(name, pos, quat)
+        mujoco.mj_forward(self.model, self.data)
+
+    def art_q(self, name: str) -> float:
+        return float(self.data.qpos[self._art_qadr[name]])
+
+    def set_art_q(self, name: str, q: float) -> None:
+        lo, hi = self._art_range[name]
+        self.data.qpos[self._art_qadr[name]] = float(np.clip(q, lo, hi))
+        self.data.qvel[self._art_dadr[name]] = 0.0
+        mujoco.mj_forward(self.model, self.data)
+
+    def art_range(self, name: str) -> tuple[float, float]:
+        return self._art_range[name]
+
+    def handle_pos(self, handle_name: str) -> np.ndarray:
+        return self.data.xpos[self._handle_body[handle_name]].copy()
+
+    # ------------------------------------------------------------------ measures
+    def _robot_contact_force(self) -> float:
+        d = self.data
+        n = d.ncon
+        if n == 0:
+            return 0.0
+        geoms = d.contact.geom[:n]
+        is_r = self._is_robot_geom[geoms]
+        mask = is_r[:, 0] ^ is_r[:, 1]
+        if self._grasped in self._obj_geoms:
+            held = np.isin(geoms, self._obj_geoms[self._grasped]).any(axis=1)
+            mask &= ~held
+        total = 0.0
+        f6 = np.zeros(6)
+        for i in np.flatnonzero(mask):
+            mujoco.mj_contactForce(self.model, d, int(i), f6)
+            total += abs(f6[0])
+        return total
+
+    # ------------------------------------------------------------------ navigation map
+    @property
+    def navmap(self) -> NavMap:
+        if self._navmap is None:
+            from rearrange.navmap import NavMap
+
+            self._navmap = NavMap(self.layout, robot_radius=self._radius)
+        return self._navmap
+
+    # ------------------------------------------------------------------ rendering
+    def _get_renderer(self) -> SceneRenderer:
+        if self._renderer is None:
+            self._renderer = SceneRenderer(self.model)
+        return self._renderer
+
+    def render_head_depth(self) -> np.ndarray:
+        """Head camera depth, (H, W, 1) float32 metres clipped to [0, camera.head.max_depth]."""
+        c = self.cfg["camera"]["head"]
+        return self._get_renderer().depth(self.data, self._head_cam, int(c["width"]), int(c["height"]), float(c["max_depth"]))
+
+    def render_third_rgb(
+        self, width: int, height: int, marks: Sequence[tuple[Sequence[float], Sequence[float]]] = ()
+    ) -> np.ndarray:
+        """Third-person RGB view from behind and above the robot, with `marks` (pos, rgba) as spheres."""
+        c = self.cfg["camera"]["third"]
+        cam = free_camera(
+            (self._base_xy[0], self._base_xy[1], 0.8), float(c["distance"]),
+            float(np.rad2deg(self._base_yaw)) + float(c["azimuth_offset_deg"]), float(c["elevation_deg"]),
+        )
+        return self._get_renderer().rgb(
+            self.data, cam, width, height, marks, shadows=bool(self.cfg["render"]["shadows_in_video"]), see_through=self._is_wall_geom
+        )
+
+    def render_overview_rgb(self, width: int, height: int, marks: Sequence[tuple[Sequence[float], Sequence[float]]] = ()) -> np.ndarray:
+        """A high view of the whole apartment (for documentation and debugging)."""
+        (xmin, ymin), (xmax, ymax) = self.layout.bounds
+        span = max(xmax - xmin, (ymax - ymin) * width / height)
+        cam = free_camera(((xmin + xmax) / 2, (ymin + ymax) / 2, 0.0), 1.05 * span, 90.0, -72.0)
+        return self._get_renderer().rgb(self.data, cam, width, height, marks, shadows=False)
+
+    def close(self) -> None:
+        """Free rendering resources."""
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

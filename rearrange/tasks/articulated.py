@@ -1,0 +1,134 @@
+"""Open/close fridge and drawer tasks (habitat-lab articulated_object_task.py, ArtObjReward and
+ArtObjSuccess, notes 3.3).
+
+The episode's `info.handle` names the handle marker; the articulated object is the one of the
+layout that owns it. The desired joint state comes from the config, clipped to the joint's range.
+Reward per step: slack; art_dist_reward x decrease of |joint - desired| while not at the desired
+state; grasp_reward on the first grasp of the right handle; wrong_grasp_pen on grasping anything
+else (ends if `wrong_grasp_end`); art_at_desired_state_reward once; ee_dist_reward x decrease of
+ee->rest while at the desired state, else marker_dist_reward x decrease of ee->handle while not
+grasping; contact-force penalty and force termination; success_reward when successful.
+Success: at the desired state, nothing grasped, ee within `ee_resting_threshold` of rest, and stop
+called. Calling stop ends the episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from rearrange.actions import ACTION_SLICES
+from rearrange.episodes import Episode
+from rearrange.sensors import target_from_episode
+from rearrange.tasks.base import TaskStep
+from rearrange.tasks.rewards import DistanceDelta, norm
+from rearrange.tasks.skill_base import SkillTask, ee_to_rest
+
+STOP_INDEX = ACTION_SLICES["stop"].start
+
+
+def art_for_handle(layout: Any, handle: str) -> str:
+    """Name of the articulated object whose handle marker is `handle`."""
+    for name, art in layout.articulated.items():
+        if art.handle == handle:
+            return name
+    handles = ", ".join(a.handle for a in layout.articulated.values())
+    raise ValueError(f"unknown handle '{handle}'; valid choices: {handles}")
+
+
+class ArtObjTask(SkillTask):
+    """Bring an articulated object's joint to a desired state, release, rest the arm, call stop."""
+
+    def __init__(self, cfg: Mapping[str, Any]) -> None:
+        super().__init__(cfg)
+        self.art_cfg = cfg["articulated"]
+        self.disable_grip = bool(self.art_cfg["disable_grip"])
+        self.marker_dist = DistanceDelta(self.reward_cfg["marker_dist_reward"])
+        self.rest_dist = DistanceDelta(self.reward_cfg["ee_dist_reward"])
+        self.art_dist = DistanceDelta(self.reward_cfg["art_dist_reward"])
+        self.handle = ""
+        self.art = ""
+        self.desired = 0.0
+        self.any_grasped = False
+        self.any_at_desired = False
+        self.prev_grasped: str | None = None
+
+    def reset(self, sim: Any, episode: Episode, rng: np.random.Generator) -> None:
+        if "handle" not in episode.info:
+            raise ValueError(f"{self.name} episode {episode.episode_id} has no info.handle")
+        self.sensor_target = target_from_episode(episode)
+        self.handle = str(episode.info["handle"])
+        self.art = art_for_handle(sim.layout, self.handle)
+        lo, hi = sim.art_range(self.art)
+        self.desired = float(np.clip(float(self.art_cfg["desired_state"]), lo, hi))
+        self.grip_disabled = self.disable_grip
+        self.any_grasped = False
+        self.any_at_desired = False
+        self.prev_grasped = sim.grasped
+        if self.force is not None:
+            self.force.reset()
+        self.art_dist.reset(self.art_distance(sim))
+        self.marker_dist.reset(self._ee_to_handle(sim))
+        self.rest_dist.reset(ee_to_rest(sim))
+
+    def art_distance(self, sim: Any) -> float:
+        """|joint - desired state|."""
+        return abs(float(sim.art_q(self.art)) - self.desired)
+
+    def at_desired_state(self, sim: Any) -> bool:
+        q = float(sim.art_q(self.art))
+        thresh = float(self.art_cfg["success_dist_threshold"])
+        if bool(self.art_cfg["use_absolute_distance"]):
+            return abs(q - self.desired) < thresh
+        # one-sided, habitat's relative mode: the joint is at least (desired - threshold) along the way
+        # from its start towards the desired state (opening: q > desired - thresh)
+        return self.desired - q < thresh
+
+    def _ee_to_handle(self, sim: Any) -> float:
+        return norm(sim.handle_pos(self.handle) - sim.ee_pos)
+
+    def step(self, sim: Any, full_action: np.ndarray) -> TaskStep:
+        r = self.reward_cfg
+        terms: dict[str, float] = {"slack": float(r["slack"])}
+        info: dict[str, float] = {}
+        terminated = False
+        grasped = sim.grasped
+        stop = float(full_action[STOP_INDEX]) > 0.0
+        at_desired = self.at_desired_state(sim)
+        art_term = self.art_dist(self.art_distance(sim))  # tracked every step, paid until at desired
+        if not at_desired:
+            terms["art_dist"] = art_term
+        if grasped is not None and grasped != self.prev_grasped:
+            if grasped == self.handle:
+                if not self.any_grasped:
+                    terms["grasp"] = float(r["grasp_reward"])
+                info["did_grasp"] = 1.0
+            else:
+                terms["wrong_grasp"] = -float(r["wrong_grasp_pen"])
+                terminated |= bool(r["wrong_grasp_end"])
+                info["wrong_grasp"] = 1.0
+            self.any_grasped = True
+        self.prev_grasped = grasped
+        rest_term = self.rest_dist(ee_to_rest(sim))
+        marker_term = self.marker_dist(self._ee_to_handle(sim))
+        if at_desired:
+            if not self.any_at_desired:
+                terms["at_desired_state"] = float(r["art_at_desired_state_reward"])
+                self.any_at_desired = True
+            terms["ee_dist"] = rest_term
+        elif grasped is None:
+            terms["marker_dist"] = marker_term
+        terminated |= self._force_step(sim, terms, info)
+        rest = ee_to_rest(sim)
+        success = at_desired and grasped is None and rest < float(self.success_cfg["ee_resting_threshold"]) and (
+            stop or not bool(self.success_cfg["must_call_stop"]))
+        if stop and bool(self.success_cfg["end_on_stop"]):
+            terminated = True
+        if success:
+            terms["success"] = float(r["success_reward"])
+            terminated = True
+        info.update({"art_q": float(sim.art_q(self.art)), "art_dist": self.art_distance(sim),
+                     "at_desired_state": float(at_desired), "stop": float(stop)})
+        return self._task_step(terms, terminated, success, info)

@@ -1,0 +1,105 @@
+"""Reward pieces shared by the skill tasks (habitat-lab's RearrangeReward mechanics).
+
+- `DistanceDelta`: coef x (previous distance - current distance), 0 on the first reading after a
+  reset (habitat's `cur_dist = -1` "stale" convention), so a policy is paid for progress only.
+- `ForceMonitor`: contact-force penalty and force-based termination (habitat `RobotForce`,
+  `ForceTerminate` and `RearrangeReward._get_coll_reward`).
+- `slack`, success bonus and the other event bonuses are plain config numbers added by the tasks.
+
+Every coefficient comes from `configs/skill/<name>.yaml`; nothing here has a default.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+class DistanceDelta:
+    """Dense progress reward `coef * (previous - current)` on a distance that should shrink."""
+
+    def __init__(self, coef: float) -> None:
+        self.coef = float(coef)
+        self.prev: float | None = None
+
+    def reset(self, distance: float | None = None) -> None:
+        """Forget the previous distance (None: the next reading gives 0) or start from `distance`."""
+        self.prev = None if distance is None or not math.isfinite(distance) else float(distance)
+
+    def __call__(self, distance: float) -> float:
+        """Reward for moving from the previous reading to `distance`; remembers `distance`.
+
+        A non-finite distance (e.g. unreachable on the nav map) gives 0 and keeps the previous one.
+        """
+        if not math.isfinite(distance):
+            return 0.0
+        reward = 0.0 if self.prev is None else self.coef * (self.prev - float(distance))
+        self.prev = float(distance)
+        return reward
+
+
+@dataclass
+class ForceStep:
+    """What the force monitor measured and charged this step."""
+
+    force: float  # this step's robot-scene contact force (N)
+    added: float  # force counted this step (0 if at or below min_force)
+    accumulated: float  # counted force summed over the episode
+    penalty: float  # >= 0, to subtract from the reward (includes end_penalty when terminating)
+    terminate: bool  # accumulated or instant force over its limit
+
+
+class ForceMonitor:
+    """Contact-force penalty and termination, as habitat's RearrangeReward + ForceTerminate.
+
+    A step's force counts when it exceeds `min_force` (then the whole force counts, as in habitat's
+    RobotForce), costs `min(force_pen * counted, max_force_pen)`, and is added to the episode's
+    accumulated force. The episode ends (with `force_end_pen`) when the accumulated force exceeds
+    `max_accum_force` or one step's force exceeds `max_instant_force` (a limit <= 0 disables it).
+    """
+
+    def __init__(self, cfg: Mapping[str, Any]) -> None:
+        self.force_pen = float(cfg["force_pen"])
+        self.max_force_pen = float(cfg["max_force_pen"])
+        self.min_force = float(cfg["min_force"])
+        self.max_accum_force = float(cfg["max_accum_force"])
+        self.max_instant_force = float(cfg["max_instant_force"])
+        self.force_end_pen = float(cfg["force_end_pen"])
+        self.accumulated = 0.0
+
+    def reset(self) -> None:
+        self.accumulated = 0.0
+
+    def __call__(self, force: float) -> ForceStep:
+        force = float(force)
+        added = force if force > self.min_force else 0.0
+        self.accumulated += added
+        penalty = max(0.0, min(self.force_pen * added, self.max_force_pen))
+        terminate = (self.max_accum_force > 0 and self.accumulated > self.max_accum_force) or (
+            self.max_instant_force > 0 and force > self.max_instant_force)
+        if terminate:
+            penalty += self.force_end_pen
+        return ForceStep(force=force, added=added, accumulated=self.accumulated, penalty=penalty,
+                         terminate=bool(terminate))
+
+
+def norm(v: Any) -> float:
+    """Euclidean length of a vector as a Python float."""
+    return float(np.linalg.norm(np.asarray(v, dtype=np.float64)))
+
+
+def wrap_angle(a: float) -> float:
+    """Angle wrapped into [-pi, pi)."""
+    return float((a + math.pi) % (2.0 * math.pi) - math.pi)
+
+
+def heading_error(base_xy: Any, base_yaw: float, goal_xy: Any) -> float:
+    """Absolute angle (rad, in [0, pi]) between the base's forward direction and the goal direction."""
+    d = np.asarray(goal_xy, dtype=np.float64)[:2] - np.asarray(base_xy, dtype=np.float64)[:2]
+    if float(np.hypot(d[0], d[1])) < 1e-9:
+        return 0.0
+    return abs(wrap_angle(math.atan2(d[1], d[0]) - float(base_yaw)))

@@ -1,0 +1,71 @@
+"""What every skill task shares: reading its `configs/skill/<name>.yaml` node, the action subsets
+(with or without base movement), the contact-force monitor, and assembling a `TaskStep` whose info
+lists every reward term (`reward/<term>`) so tests and logs can see what paid what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rearrange.actions import check_subsets
+from rearrange.sensors import SensorTarget
+from rearrange.tasks.base import TaskStep
+from rearrange.tasks.rewards import ForceMonitor, ForceStep, norm
+
+
+def skill_action_subsets(cfg: Mapping[str, Any]) -> tuple[str, ...]:
+    """The skill's action subsets; `base` is dropped when `base_movement` is false (the ablation)."""
+    subsets: Sequence[str] = list(cfg["action_subsets"])
+    if not bool(cfg["base_movement"]):
+        if "arm" not in subsets:
+            raise ValueError(f"skill {cfg['name']} cannot run without base movement (base_movement=false "
+                             "is only for the manipulation skills)")
+        subsets = [s for s in subsets if s != "base"]
+    return check_subsets(subsets)
+
+
+def ee_to_rest(sim: Any) -> float:
+    """|resting position - ee position| in the base frame (habitat's relative_resting_position norm)."""
+    return norm(sim.resting_pos_base - sim.ee_pos_base)
+
+
+def holding_object(sim: Any) -> bool:
+    """The gripper holds a movable object (not a handle), like the `is_holding` sensor."""
+    return sim.grasped is not None and sim.grasped in sim.object_names
+
+
+class SkillTask:
+    """Base of the seven skill tasks; subclasses implement `reset` and `step` (see `Task`)."""
+
+    def __init__(self, cfg: Mapping[str, Any]) -> None:
+        self.cfg = cfg
+        self.name = str(cfg["name"])
+        self.obs_keys = tuple(cfg["obs_keys"])
+        self.action_subsets = skill_action_subsets(cfg)
+        self.max_steps = int(cfg["max_steps"])
+        self.reward_cfg = cfg["reward"]
+        self.success_cfg = cfg["success"]
+        self.sensor_target = SensorTarget()
+        self.grip_disabled = False
+        force_cfg = self.reward_cfg.get("force")
+        self.force = ForceMonitor(force_cfg) if force_cfg is not None else None
+
+    def _force_step(self, sim: Any, terms: dict[str, float], info: dict[str, float]) -> bool:
+        """Charge the contact-force penalty into `terms`; True if force termination fired."""
+        if self.force is None:
+            return False
+        fs: ForceStep = self.force(sim.robot_contact_force)
+        terms["force"] = -fs.penalty
+        info["counted_force"] = fs.added
+        info["accum_force"] = fs.accumulated
+        info["force_terminate"] = float(fs.terminate)
+        return fs.terminate
+
+    def _task_step(self, terms: dict[str, float], terminated: bool, success: bool,
+                   info: dict[str, float]) -> TaskStep:
+        """Sum the reward terms (slack and success bonus included by the caller) into a `TaskStep`."""
+        for key, value in terms.items():
+            info[f"reward/{key}"] = float(value)
+        return TaskStep(reward=float(sum(terms.values())), terminated=bool(terminated), success=bool(success),
+                        info=info)

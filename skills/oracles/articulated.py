@@ -1,0 +1,270 @@
+"""Open/close oracles for the fridge door (hinge) and the kitchen drawers (slide).
+
+Open: drive near the handle, put the suction cup on it from the front, pull it along the direction
+the handle moves when the joint opens (the door arc's tangent, recomputed every step, or the slide
+axis) while the base backs up and turns to keep the handle in front, until the joint passes the
+desired state; release, pull the ee back, return the arm to rest, call stop.
+
+Close (suction is disabled in the close tasks): stand clear of the part's remaining sweep, put the
+suction cup against the outside of the door (or the drawer front) and push it along the closing
+direction, repositioning the base whenever the push point leaves the arm's work zone, until the
+joint is closed; pull the ee back, rest, stop.
+
+Desired joint states and thresholds are read from the skill's own config (`configs/skill/*.yaml`),
+so the oracle aims at exactly what the task measures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from rearrange.sensors import SensorTarget
+from rearrange.tasks.articulated import art_for_handle
+from rearrange.tasks.skill_tasks import load_skill_config
+from skills.oracles.base import GRASP, RELEASE, Oracle, full_action
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n > 1e-9 else v
+
+
+def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance from each of (N, 2) points to the segment a-b."""
+    ab = b - a
+    t = np.clip(((points - a) @ ab) / max(float(ab @ ab), 1e-12), 0.0, 1.0)
+    return np.linalg.norm(points - (a + t[:, None] * ab), axis=1)
+
+
+class ArticulatedGeometry:
+    """What the oracle knows about one articulated object: joint, handle and the moving part's sweep."""
+
+    def __init__(self, sim, handle: str):
+        self.handle = handle
+        self.name = art_for_handle(sim.layout, handle)
+        art = sim.layout.articulated[self.name]
+        self.hinge = art.joint_type == "hinge"
+        self.joint_pos = np.asarray(art.joint_pos, dtype=np.float64)
+        self.axis = _unit(np.asarray(art.joint_axis, dtype=np.float64))
+        self.range = sim.art_range(self.name)
+        if self.hinge:
+            # door direction (from the hinge, horizontal) and length at q = 0, from the door's box corners
+            corners = np.vstack([p_box.corners_2d() for p_box in art.parts])
+            rel = corners - self.joint_pos[:2]
+            far = rel[int(np.argmax(np.linalg.norm(rel, axis=1)))]
+            self.width = float(np.linalg.norm(far))
+            centre = np.mean([np.asarray(p.center[:2]) for p in art.parts], axis=0) - self.joint_pos[:2]
+            self.angle0 = float(np.arctan2(centre[1], centre[0]))
+            self.sign = float(np.sign(self.axis[2]))
+
+    def door_dir(self, q: float) -> np.ndarray:
+        """Horizontal unit vector from the hinge along the door at joint value q."""
+        a = self.angle0 + self.sign * q
+        return np.array([np.cos(a), np.sin(a)])
+
+    def open_dir(self, sim) -> np.ndarray:
+        """(3,) horizontal unit direction the handle moves when the joint opens."""
+        if not self.hinge:
+            return self.axis.copy()
+        r = np.asarray(sim.handle_pos(self.handle)) - self.joint_pos
+        return _unit(np.cross(self.axis, r) * np.array([1.0, 1.0, 0.0]))
+
+    def door_normal(self, q: float) -> np.ndarray:
+        """(2,) outward normal of the door (the side the handle is on) at joint value q."""
+        u = self.door_dir(q)
+        return self.sign * np.array([-u[1], u[0]])
+
+    def sweep_clearance(self, points: np.ndarray, q_lo: float, q_hi: float) -> np.ndarray:
+        """Distance from (N, 2) points to the area the door covers while q moves in [q_lo, q_hi]."""
+        h = self.joint_pos[:2]
+        rel = points - h
+        rho = np.linalg.norm(rel, axis=1)
+        ang = np.arctan2(rel[:, 1], rel[:, 0])
+        t = ((ang - self.angle0) * self.sign + np.pi) % (2 * np.pi) - np.pi  # joint value pointing here
+        inside = (t >= q_lo) & (t <= q_hi)
+        d_in = np.maximum(rho - self.width, 0.0)
+        d_lo = _segment_distance(points, h, h + self.width * self.door_dir(q_lo))
+        d_hi = _segment_distance(points, h, h + self.width * self.door_dir(q_hi))
+        return np.where(inside, d_in, np.minimum(d_lo, d_hi))
+
+
+class ArticulatedOracle(Oracle):
+    """Shared phases of the four open/close oracles; `opening` picks pull (True) or push (False)."""
+
+    opening = True
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        super().__init__(cfg)
+        skill_cfg = load_skill_config(self.skill)["articulated"]
+        self.desired_state = float(skill_cfg["desired_state"])
+        self.success_threshold = float(skill_cfg["success_dist_threshold"])
+
+    def _start(self, sim, target: SensorTarget) -> None:
+        if target.handle is None:
+            raise ValueError(f"{self.skill} oracle needs a handle")
+        self.geo = ArticulatedGeometry(sim, target.handle)
+        lo, hi = self.geo.range
+        self.desired = float(np.clip(self.desired_state, lo, hi))
+        self.goto("approach")
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def c(self) -> Mapping[str, Any]:
+        return self.cfg["articulated"]["hinge" if self.geo.hinge else "slide"]
+
+    def q(self, sim) -> float:
+        return float(sim.art_q(self.geo.name))
+
+    def finished_joint(self, sim) -> bool:
+        """The joint is where the oracle wants it (a margin inside the task's success threshold)."""
+        margin = self.cfg["articulated"]["state_margin"] * self.success_threshold
+        if self.opening:
+            return self.desired - self.q(sim) < self.success_threshold - margin
+        return abs(self.q(sim) - self.desired) < self.success_threshold - margin
+
+    def valid_stand(self, sim):
+        """Standing-point filter: clear of the door's sweep between now and the goal (hinges only)."""
+        if not self.geo.hinge:
+            return None
+        q = self.q(sim)
+        lo, hi = (q, max(self.desired, q)) if self.opening else (min(self.desired, q), q)
+        clearance = self.cfg["articulated"]["base_clearance"]
+        return lambda pts: self.geo.sweep_clearance(pts, lo, hi) > clearance
+
+    def work_point(self, sim) -> np.ndarray:
+        """Where the ee works: the handle front (opening) or the push point (closing)."""
+        out = self.geo.open_dir(sim)
+        handle = np.asarray(sim.handle_pos(self.geo.handle), dtype=np.float64)
+        if self.opening:
+            return handle + out * self.c["handle_depth"]
+        if self.geo.hinge:
+            q = self.q(sim)
+            u = self.geo.door_dir(q)
+            xy = self.geo.joint_pos[:2] + self.c["push_radius"] * u
+            return np.array([xy[0], xy[1], handle[2] + self.c["push_dz"]])
+        return handle - out * self.c["handle_depth"] + np.array([0.0, 0.0, self.c["push_dz"]])
+
+    def track_base(self, sim, point: np.ndarray) -> np.ndarray:
+        """Base action keeping `point` straight ahead at the preferred working distance."""
+        zone = self.cfg["zone"]
+        p = np.asarray(sim.to_base(point))
+        dist = float(np.hypot(p[0], p[1]))
+        bearing = float(np.arctan2(p[1], p[0]))
+        lin_step, ang_step = self.follower_steps(sim)
+        g = self.cfg["articulated"]["track_gain"]
+        forward = float(np.clip(g * (dist - zone["preferred_dist"]) / lin_step, -1.0, 1.0))
+        turn = float(np.clip(g * bearing / ang_step, -1.0, 1.0))
+        return np.array([forward, turn])
+
+    @staticmethod
+    def follower_steps(sim) -> tuple[float, float]:
+        from skills.oracles.base_follow import base_step_sizes
+
+        return base_step_sizes(sim)
+
+    # ------------------------------------------------------------------ phases
+
+    def _step(self, sim) -> np.ndarray:
+        a = self.cfg["articulated"]
+        zone = self.cfg["zone"]
+        out = self.geo.open_dir(sim)
+        push_dir = out if self.opening else -out
+        held = sim.grasped == self.geo.handle
+
+        if self.phase == "approach":
+            if self.finished_joint(sim):
+                self.goto("rest")
+            else:
+                point = self.work_point(sim)
+                base, ready = self.approach(sim, point, zone, self.valid_stand(sim))
+                if ready:
+                    self.goto("reach")
+                return full_action(arm=self.ik.action_to_rest(sim), grip=RELEASE, base=base)
+
+        if self.phase == "reach":
+            # ee just outside the work point, on the side it is pulled toward / pushed from
+            point = self.work_point(sim)
+            goal = point + out * a["pre_distance"]
+            if not self.in_work_zone(sim, point, zone):
+                self.goto("approach")
+            elif self.ik.ee_error(sim, goal) < a["tolerance"] or self.phase_steps >= a["reach_steps"]:
+                self.goto("contact" if self.opening else "push")
+            return full_action(arm=self.ik.action_towards(sim, goal), grip=RELEASE)
+
+        if self.phase == "contact":
+            # move onto the handle with suction on until it attaches
+            if held:
+                self.goto("pull")
+            elif sim.grasped is not None or self.phase_steps >= a["contact_steps"]:
+                self.goto("reach")
+                return full_action(arm=np.zeros(7), grip=RELEASE)
+            else:
+                goal = self.work_point(sim) - out * a["press"]
+                return full_action(arm=self.ik.action_towards(sim, goal, a["contact_speed"]), grip=GRASP)
+
+        if self.phase == "pull":
+            if not held:
+                self.goto("reach")
+                return full_action(arm=np.zeros(7), grip=RELEASE)
+            if self.finished_joint(sim):
+                self.goto("release")
+            else:
+                goal = np.asarray(sim.ee_pos) + out * a["pull_step"]
+                handle = np.asarray(sim.handle_pos(self.geo.handle))
+                return full_action(arm=self.ik.action_towards(sim, goal), grip=GRASP,
+                                   base=self.track_base(sim, handle))
+
+        if self.phase == "push":
+            if self.finished_joint(sim):
+                self.goto("retreat")
+            else:
+                point = self.work_point(sim)
+                if not self.in_work_zone(sim, point, zone) and self.phase_steps > 0:
+                    self.goto("approach")
+                    return full_action(arm=self.ik.action_towards(sim, point + out * a["pre_distance"]))
+                goal = point + push_dir * a["press"]
+                base = self.track_base(sim, point) if not self.geo.hinge else np.zeros(2)
+                return full_action(arm=self.ik.action_towards(sim, goal, a["push_speed"]), base=base)
+
+        if self.phase == "release":
+            if sim.grasped is None and self.phase_steps >= a["release_steps"]:
+                self.goto("retreat")
+            return full_action(arm=np.zeros(7), grip=RELEASE)
+
+        if self.phase == "retreat":
+            if self.phase_steps == 0:
+                self.retreat_from = np.asarray(sim.ee_pos, dtype=np.float64).copy()
+            goal = self.retreat_from + out * a["retreat"]
+            if self.ik.ee_error(sim, goal) < a["tolerance"] or self.phase_steps >= a["retreat_steps"]:
+                self.goto("rest")
+            return full_action(arm=self.ik.action_towards(sim, goal), grip=RELEASE)
+
+        # rest, then stop
+        if self.ik.rest_error(sim) < a["rest_tolerance"]:
+            self.done = True
+            return full_action(grip=RELEASE, stop=True)
+        return full_action(arm=self.ik.action_to_rest(sim), grip=RELEASE)
+
+
+class OpenFridgeOracle(ArticulatedOracle):
+    skill = "open_fridge"
+    opening = True
+
+
+class CloseFridgeOracle(ArticulatedOracle):
+    skill = "close_fridge"
+    opening = False
+
+
+class OpenCabOracle(ArticulatedOracle):
+    skill = "open_cab"
+    opening = True
+
+
+class CloseCabOracle(ArticulatedOracle):
+    skill = "close_cab"
+    opening = False

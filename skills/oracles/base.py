@@ -1,0 +1,135 @@
+"""What every oracle shares: the act/reset interface, phases, and building the action vector.
+
+An oracle is a scripted controller that reads privileged simulator state (object and handle
+positions, the navigation map) but moves the robot only through the 11-dim action vector a policy
+would send (`rearrange.actions`): arm joint deltas, suction, base velocity, stop. `act` returns the
+full vector; `select_subset` cuts out the entries a skill env exposes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rearrange.actions import ACTION_DIM, ACTION_SLICES, check_subsets
+from rearrange.sensors import SensorTarget, target_from_episode
+from skills.oracles.base_follow import BaseFollower, FollowGains, standing_point, wrap_angle
+from skills.oracles.ik import ArmIK, IKGains
+
+GRASP = 1.0
+RELEASE = -1.0
+
+
+def full_action(arm: np.ndarray | None = None, grip: float = RELEASE, base: np.ndarray | None = None,
+                stop: bool = False) -> np.ndarray:
+    """The 11-vector from its parts (missing arm/base = 0, stop -1 unless asked), clipped to [-1, 1]."""
+    a = np.zeros(ACTION_DIM, dtype=np.float64)
+    if arm is not None:
+        a[ACTION_SLICES["arm"]] = arm
+    a[ACTION_SLICES["grip"]] = grip
+    if base is not None:
+        a[ACTION_SLICES["base"]] = base
+    a[ACTION_SLICES["stop"]] = 1.0 if stop else -1.0
+    return np.clip(a, -1.0, 1.0)
+
+
+def select_subset(subset_names: Sequence[str], full: np.ndarray) -> np.ndarray:
+    """The entries of a full 11-vector that a skill env with these action subsets takes, in order.
+
+    The inverse of `rearrange.actions.expand_action` on the entries the subsets cover.
+    """
+    full = np.asarray(full, dtype=np.float64).reshape(ACTION_DIM)
+    return np.concatenate([full[ACTION_SLICES[n]] for n in check_subsets(subset_names)])
+
+
+class Oracle:
+    """Base class: a phase machine with an IK arm controller and a base path follower.
+
+    Subclasses implement `_start(sim, target)` (read the goal, choose the first phase) and
+    `_step(sim) -> np.ndarray` (one full action). `done` turns True when the oracle has finished
+    its skill (for skills with a stop action, that is the step it calls stop).
+    """
+
+    skill = ""
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        self.cfg = cfg
+        self.ik = ArmIK(IKGains.from_cfg(cfg["ik"]))
+        self.follower = BaseFollower(FollowGains.from_cfg(cfg["base"]))
+        self.phase = "idle"
+        self.phase_steps = 0
+        self._approach = "start"
+        self.steps = 0
+        self.done = False
+
+    # ------------------------------------------------------------------ interface
+
+    def reset(self, sim, episode) -> None:
+        """Start the skill for `episode` (its first target, handle, nav goal) from the sim's state."""
+        self.start(sim, target_from_episode(episode))
+
+    def start(self, sim, target: SensorTarget) -> None:
+        """Start the skill on an explicit target (what the HAB agent calls for each plan step)."""
+        self.phase = "idle"
+        self.phase_steps = 0
+        self._approach = "start"
+        self.steps = 0
+        self.done = False
+        self.follower = BaseFollower(self.follower.gains)
+        self.target = target
+        self._start(sim, target)
+
+    def act(self, sim) -> np.ndarray:
+        """The full 11-dim action for this step."""
+        action = self._step(sim)
+        self.steps += 1
+        self.phase_steps += 1
+        return action
+
+    # ------------------------------------------------------------------ helpers for subclasses
+
+    def _start(self, sim, target: SensorTarget) -> None:
+        raise NotImplementedError
+
+    def _step(self, sim) -> np.ndarray:
+        raise NotImplementedError
+
+    def goto(self, phase: str) -> None:
+        self.phase = phase
+        self.phase_steps = 0
+        self._approach = "start"
+
+    def in_work_zone(self, sim, point: np.ndarray, zone: Mapping[str, float]) -> bool:
+        """True if `point` (world) lies where the arm can work on it without moving the base.
+
+        `zone` has `min_dist`, `max_dist` (horizontal, from the base centre) and `max_bearing` (rad).
+        """
+        p = np.asarray(sim.to_base(np.asarray(point, dtype=np.float64)))
+        dist = float(np.hypot(p[0], p[1]))
+        bearing = abs(float(np.arctan2(p[1], p[0])))
+        return zone["min_dist"] <= dist <= zone["max_dist"] and bearing <= zone["max_bearing"]
+
+    def approach(self, sim, point: np.ndarray, zone: Mapping[str, float], valid=None) -> tuple[np.ndarray, bool]:
+        """Base action bringing `point` into the work zone: drive to a standing point, then face it.
+
+        Returns (base action (2,), finished). The plan is made on the first call after `goto`;
+        `valid` filters standing points (see `standing_point`).
+        """
+        if self._approach == "start":
+            if self.in_work_zone(sim, point, zone):
+                return np.zeros(2), True
+            stand = standing_point(sim, point, zone["preferred_dist"], zone["search_radius"],
+                                   zone["geodesic_weight"], valid)
+            self._approach = "drive" if stand is not None and self.follower.set_goal(sim, stand) else "face"
+        if self._approach == "drive":
+            if not self.follower.arrived(sim):
+                return self.follower.act(sim), False
+            self._approach = "face"
+        return self.follower.face_point(sim, point)
+
+    @staticmethod
+    def bearing_to(sim, point: np.ndarray) -> float:
+        d = np.asarray(point, dtype=np.float64)[:2] - np.asarray(sim.base_xy, dtype=np.float64)
+        return wrap_angle(float(np.arctan2(d[1], d[0])) - float(sim.base_yaw))

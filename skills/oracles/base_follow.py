@@ -1,0 +1,179 @@
+"""Base path following for the oracles: pure pursuit on the navigation map's shortest path.
+
+The follower plans with `sim.navmap.path(start, goal)` and each step returns the 2 base velocity
+action entries (forward, turn) in [-1, 1]. It turns in place when the path bends sharply (the map
+is inflated by the base radius, so staying on the path keeps the base clear of walls), slows down
+before the goal so it stops on it, and replans when the base is blocked or has left the path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def wrap_angle(a: float) -> float:
+    """Angle wrapped into [-pi, pi)."""
+    return float((a + np.pi) % (2.0 * np.pi) - np.pi)
+
+
+def base_step_sizes(sim) -> tuple[float, float]:
+    """(metres, radians) one full base action moves per policy step (the simulator owns them)."""
+    base = sim.cfg["base"]
+    return float(base["max_lin_per_step"]), float(base["max_ang_per_step"])
+
+
+@dataclass(frozen=True)
+class FollowGains:
+    lookahead: float  # metres ahead on the path the pursuit point lies
+    turn_in_place: float  # heading error (rad) above which the base turns without moving forward
+    heading_gain: float  # fraction of the heading error corrected per step
+    goal_tolerance: float  # metres: arrived
+    yaw_tolerance: float  # radians: facing
+    off_path: float  # metres from the path that trigger a replan
+    stuck_steps: int  # blocked steps in a row that trigger a replan
+
+    @staticmethod
+    def from_cfg(cfg: Mapping) -> FollowGains:
+        return FollowGains(
+            lookahead=float(cfg["lookahead"]),
+            turn_in_place=float(cfg["turn_in_place"]),
+            heading_gain=float(cfg["heading_gain"]),
+            goal_tolerance=float(cfg["goal_tolerance"]),
+            yaw_tolerance=float(cfg["yaw_tolerance"]),
+            off_path=float(cfg["off_path"]),
+            stuck_steps=int(cfg["stuck_steps"]),
+        )
+
+
+def turn_action(sim, yaw_error: float, gain: float) -> float:
+    """Angular action in [-1, 1] that removes `gain` of a yaw error this step (never overshoots)."""
+    _, ang = base_step_sizes(sim)
+    return float(np.clip(gain * yaw_error / ang, -1.0, 1.0))
+
+
+class BaseFollower:
+    """Follows the navmap path to a goal point, then (optionally) turns to a final heading."""
+
+    def __init__(self, gains: FollowGains):
+        self.gains = gains
+        self.goal: np.ndarray | None = None
+        self.path = np.zeros((0, 2))
+        self._progress = 0
+        self._blocked = 0
+
+    def set_goal(self, sim, goal_xy: np.ndarray) -> bool:
+        """Plan a path from the current base position to `goal_xy`; False if unreachable."""
+        self.goal = np.asarray(goal_xy, dtype=np.float64)[:2].copy()
+        return self._replan(sim)
+
+    def _replan(self, sim) -> bool:
+        start = np.asarray(sim.base_xy, dtype=np.float64)
+        path = np.asarray(sim.navmap.path(start, self.goal), dtype=np.float64).reshape(-1, 2)
+        self._progress = 0
+        self._blocked = 0
+        if len(path) == 0:
+            self.path = np.zeros((0, 2))
+            return False
+        # the last waypoint is the goal when it is navigable, else the navigable cell nearest to it
+        self.path = path
+        return True
+
+    @property
+    def end(self) -> np.ndarray:
+        """Where following the path stops: its last waypoint (the goal when it is navigable)."""
+        return self.path[-1] if len(self.path) else np.asarray(self.goal)
+
+    def arrived(self, sim) -> bool:
+        return len(self.path) > 0 and float(np.linalg.norm(self.end - sim.base_xy)) < self.gains.goal_tolerance
+
+    def _pursuit_point(self, xy: np.ndarray) -> tuple[np.ndarray, float]:
+        """The path point `lookahead` ahead of the closest point, and the distance to the path."""
+        d = np.linalg.norm(self.path[self._progress :] - xy, axis=1)
+        closest = self._progress + int(np.argmin(d))
+        self._progress = closest
+        off = float(np.min(d))
+        target = self.path[-1]
+        for i in range(closest, len(self.path)):
+            if np.linalg.norm(self.path[i] - xy) > self.gains.lookahead:
+                target = self.path[i]
+                break
+        return target, off
+
+    def act(self, sim) -> np.ndarray:
+        """(2,) base action (forward, turn) following the path; zeros once arrived."""
+        g = self.gains
+        if self.goal is None:
+            return np.zeros(2)
+        if sim.base_collided:
+            self._blocked += 1
+        else:
+            self._blocked = 0
+        xy = np.asarray(sim.base_xy, dtype=np.float64)
+        if len(self.path) == 0 or self._blocked >= g.stuck_steps:
+            if not self._replan(sim):
+                return np.zeros(2)
+        if self.arrived(sim):
+            return np.zeros(2)
+        target, off = self._pursuit_point(xy)
+        if off > g.off_path and not self._replan(sim):
+            return np.zeros(2)
+        lin_step, _ = base_step_sizes(sim)
+        delta = target - xy
+        heading_error = wrap_angle(float(np.arctan2(delta[1], delta[0])) - float(sim.base_yaw))
+        turn = turn_action(sim, heading_error, g.heading_gain)
+        if abs(heading_error) > g.turn_in_place:
+            return np.array([0.0, turn])
+        remaining = float(np.linalg.norm(self.end - xy))
+        forward = float(np.clip(remaining / lin_step, 0.0, 1.0)) * float(np.cos(heading_error))
+        return np.array([forward, turn])
+
+    def face(self, sim, yaw: float) -> tuple[np.ndarray, bool]:
+        """(2,) base action turning in place toward `yaw`, and whether it is already within tolerance."""
+        err = wrap_angle(yaw - float(sim.base_yaw))
+        if abs(err) < self.gains.yaw_tolerance:
+            return np.zeros(2), True
+        return np.array([0.0, turn_action(sim, err, self.gains.heading_gain)]), False
+
+    def face_point(self, sim, xy: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Turn in place to face the world point `xy`."""
+        d = np.asarray(xy, dtype=np.float64)[:2] - np.asarray(sim.base_xy, dtype=np.float64)
+        return self.face(sim, float(np.arctan2(d[1], d[0])))
+
+
+def standing_point(sim, target_xy: np.ndarray, preferred: float, max_dist: float,
+                   geodesic_weight: float, valid=None) -> np.ndarray | None:
+    """A navigable base position from which to work on a world point (object, goal, handle).
+
+    Candidates are navigable cell centres within `max_dist` of the target; the cost is
+    `|distance to target - preferred| + geodesic_weight * geodesic distance from the robot`, so the
+    base stands close to the preferred working distance, on the robot's side when there is a choice.
+    None if no navigable point is near enough.
+    """
+    navmap = sim.navmap
+    target = np.asarray(target_xy, dtype=np.float64)[:2]
+    res = navmap.resolution
+    lo = navmap.world_to_cell(target - max_dist)
+    hi = navmap.world_to_cell(target + max_dist)
+    i0, j0 = max(lo[0], 0), max(lo[1], 0)
+    i1, j1 = min(hi[0] + 1, navmap.shape[0]), min(hi[1] + 1, navmap.shape[1])
+    if i0 >= i1 or j0 >= j1:
+        return None
+    mask = navmap.largest_component_mask[i0:i1, j0:j1]
+    cells = np.argwhere(mask) + np.array([i0, j0])
+    if len(cells) == 0:
+        return None
+    centres = navmap.origin + (cells + 0.5) * res
+    d_target = np.linalg.norm(centres - target, axis=1)
+    keep = d_target <= max_dist
+    if valid is not None:
+        keep &= np.asarray(valid(centres), dtype=bool)
+    cells, centres, d_target = cells[keep], centres[keep], d_target[keep]
+    if len(cells) == 0:
+        return None
+    field = navmap.distance_field(np.asarray(sim.base_xy, dtype=np.float64))
+    geo = field[cells[:, 0], cells[:, 1]] if field is not None else np.zeros(len(cells))
+    cost = np.abs(d_target - preferred) + geodesic_weight * np.where(np.isfinite(geo), geo, 1e6)
+    return centres[int(np.argmin(cost))]

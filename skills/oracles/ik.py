@@ -1,0 +1,116 @@
+"""Arm inverse kinematics for the oracles: damped least squares on the ee position Jacobian.
+
+The oracles move the arm only through joint-delta actions (`[-1, 1]` times the simulator's
+`delta_per_step` per step), so IK here is a closed-loop velocity controller: every policy step it
+reads the current ee position and the MuJoCo position Jacobian (`sim.ee_jacobian()`) and returns the
+7 arm action entries that move the ee toward a world-frame target, with a null-space pull toward the
+rest pose and the joint limits respected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def delta_per_step(sim) -> float:
+    """Radians one full arm action entry adds to a joint target (the simulator owns the number)."""
+    return float(sim.cfg["arm"]["delta_per_step"])
+
+
+def dls_solve(jacobian: np.ndarray, error: np.ndarray, damping: float) -> np.ndarray:
+    """Damped least squares joint step `J^T (J J^T + lambda^2 I)^-1 e` for a (3, n) Jacobian."""
+    jj = jacobian @ jacobian.T + (damping**2) * np.eye(jacobian.shape[0])
+    return jacobian.T @ np.linalg.solve(jj, error)
+
+
+def nullspace_projector(jacobian: np.ndarray, damping: float) -> np.ndarray:
+    """(n, n) projector onto (approximately) the null space of the damped Jacobian."""
+    n = jacobian.shape[1]
+    jj = jacobian @ jacobian.T + (damping**2) * np.eye(jacobian.shape[0])
+    j_pinv = jacobian.T @ np.linalg.inv(jj)
+    return np.eye(n) - j_pinv @ jacobian
+
+
+@dataclass(frozen=True)
+class IKGains:
+    damping: float  # DLS damping lambda (metres)
+    gain: float  # fraction of the ee position error corrected per step
+    nullspace_gain: float  # fraction of the joint error to the rest pose corrected in the null space
+    limit_margin: float  # radians kept away from the joint limits
+    max_step: float  # largest ee displacement asked for in one step (metres)
+    rest_gain: float  # fraction of the joint error corrected per step when returning to rest
+
+    @staticmethod
+    def from_cfg(cfg: Mapping) -> IKGains:
+        return IKGains(
+            damping=float(cfg["damping"]),
+            gain=float(cfg["gain"]),
+            nullspace_gain=float(cfg["nullspace_gain"]),
+            limit_margin=float(cfg["limit_margin"]),
+            max_step=float(cfg["max_step"]),
+            rest_gain=float(cfg["rest_gain"]),
+        )
+
+
+def _joint_delta_to_action(sim, q: np.ndarray, dq: np.ndarray, margin: float) -> np.ndarray:
+    """Clip `q + dq` into the joint limits and scale the step into the [-1, 1] action box.
+
+    The whole vector is scaled uniformly (not clipped per joint) so the ee keeps its direction.
+    """
+    limits = np.asarray(sim.arm_limits, dtype=np.float64)
+    lo, hi = limits[:, 0] + margin, limits[:, 1] - margin
+    dq = np.clip(q + dq, np.minimum(lo, q), np.maximum(hi, q)) - q
+    action = dq / delta_per_step(sim)
+    peak = float(np.max(np.abs(action))) if action.size else 0.0
+    if peak > 1.0:
+        action = action / peak
+    return action
+
+
+class ArmIK:
+    """Closed-loop ee position controller producing arm joint-delta actions."""
+
+    def __init__(self, gains: IKGains):
+        self.gains = gains
+
+    def action_towards(self, sim, target_world: np.ndarray, max_step: float | None = None) -> np.ndarray:
+        """(7,) arm action in [-1, 1] that moves the ee toward `target_world` this step.
+
+        `max_step` (metres) caps the ee displacement asked for (default: the configured one).
+        """
+        g = self.gains
+        cap = g.max_step if max_step is None else float(max_step)
+        q = np.asarray(sim.arm_qpos, dtype=np.float64)
+        error = np.asarray(target_world, dtype=np.float64) - np.asarray(sim.ee_pos, dtype=np.float64)
+        norm = float(np.linalg.norm(error))
+        step = g.gain * error
+        if norm * g.gain > cap:
+            step = error * (cap / norm)
+        jac = np.asarray(sim.ee_jacobian(), dtype=np.float64)
+        dq = dls_solve(jac, step, g.damping)
+        rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
+        dq = dq + nullspace_projector(jac, g.damping) @ (g.nullspace_gain * (rest - q))
+        return _joint_delta_to_action(sim, q, dq, g.limit_margin)
+
+    def action_to_joints(self, sim, q_target: np.ndarray) -> np.ndarray:
+        """(7,) arm action in [-1, 1] moving the joints toward `q_target` (joint-space P control)."""
+        q = np.asarray(sim.arm_qpos, dtype=np.float64)
+        dq = self.gains.rest_gain * (np.asarray(q_target, dtype=np.float64) - q)
+        return _joint_delta_to_action(sim, q, dq, 0.0)
+
+    def action_to_rest(self, sim) -> np.ndarray:
+        """(7,) arm action returning the arm to `sim.REST_ARM_QPOS`."""
+        return self.action_to_joints(sim, sim.REST_ARM_QPOS)
+
+    @staticmethod
+    def ee_error(sim, target_world: np.ndarray) -> float:
+        """Distance (m) from the ee to a world-frame target."""
+        return float(np.linalg.norm(np.asarray(target_world) - np.asarray(sim.ee_pos)))
+
+    @staticmethod
+    def rest_error(sim) -> float:
+        """Distance (m) from the ee to the resting position, in the base frame."""
+        return float(np.linalg.norm(np.asarray(sim.ee_pos_base) - np.asarray(sim.resting_pos_base)))

@@ -1,0 +1,84 @@
+"""Load a trained skill checkpoint and run it: `SkillPolicy.from_checkpoint(path)`, `.reset()`,
+`.act(obs) -> subset action`.
+
+The checkpoint (written by `train-skill` through `trainer.checkpoint`) carries the policy weights, the
+resolved training config (with its `skill` node: which skill, with or without base movement) and the
+observation/action spaces, which is all that is needed to rebuild the actor-critic here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from rearrange.actions import expand_action
+from skills.definitions import SkillDef, skill_def_from_config
+from trainer.checkpoint import CheckpointError, load_checkpoint
+from trainer.networks import ActorCritic, observation_spaces
+
+
+class SkillPolicy:
+    """A trained skill policy with its recurrent state, for one env at a time."""
+
+    def __init__(self, actor_critic: ActorCritic, skill: SkillDef, config: Mapping[str, Any],
+                 obs_space: Any, deterministic: bool = True) -> None:
+        self.actor_critic = actor_critic.eval()
+        self.skill = skill
+        self.config = config
+        self.obs_space = obs_space
+        self.deterministic = deterministic
+        self.obs_keys = tuple(observation_spaces(obs_space).keys())
+        self.hidden = actor_critic.initial_hidden(1)
+        self.episode_start = torch.ones(1, dtype=torch.bool)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike, deterministic: bool = True) -> SkillPolicy:
+        """Rebuild the policy of a `train-skill` checkpoint; `CheckpointError` (one line) if unusable."""
+        state = load_checkpoint(path)
+        config = state["config"]
+        if not isinstance(config, Mapping) or "skill" not in config or "policy" not in config:
+            raise CheckpointError(f"checkpoint {path} is not a skill checkpoint (its config has no skill/policy)")
+        try:
+            skill = skill_def_from_config(config)
+        except (KeyError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint {path} has an unusable skill config ({exc})") from None
+        actor_critic = ActorCritic(state["obs_space"], state["action_space"], config["policy"])
+        try:
+            actor_critic.load_state_dict(state["model"])
+        except RuntimeError as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise CheckpointError(f"checkpoint {path} does not match its policy config ({first})") from None
+        if int(np.prod(state["action_space"].shape)) != skill.action_dim:
+            raise CheckpointError(f"checkpoint {path}: action space has {state['action_space'].shape} dims but "
+                                  f"skill {skill.name} uses {skill.action_dim}")
+        return cls(actor_critic, skill, config, state["obs_space"], deterministic=deterministic)
+
+    @property
+    def name(self) -> str:
+        return self.skill.name
+
+    def reset(self) -> None:
+        """Start a new skill call: zero recurrent state."""
+        self.hidden = self.actor_critic.initial_hidden(1)
+        self.episode_start = torch.ones(1, dtype=torch.bool)
+
+    @torch.no_grad()
+    def act(self, obs: Mapping[str, Any]) -> np.ndarray:
+        """The skill's action (its subsets, in [-1, 1]) for one observation dict (extra keys ignored)."""
+        missing = [k for k in self.obs_keys if k not in obs]
+        if missing:
+            raise KeyError(f"observation lacks {', '.join(missing)} needed by skill {self.skill.name}")
+        batch = {k: torch.as_tensor(np.asarray(obs[k], dtype=np.float32)).unsqueeze(0) for k in self.obs_keys}
+        out = self.actor_critic.act(batch, self.hidden, self.episode_start, deterministic=self.deterministic)
+        self.hidden = out.hidden
+        self.episode_start = torch.zeros(1, dtype=torch.bool)
+        return np.clip(out.action[0].cpu().numpy().astype(np.float64), -1.0, 1.0)
+
+    def full_action(self, subset_action: np.ndarray) -> np.ndarray:
+        """The skill action written into the 11-dim full action vector (unused entries 0)."""
+        return expand_action(self.skill.action_subsets, subset_action)
+

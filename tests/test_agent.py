@@ -1,0 +1,141 @@
+"""The hierarchical agent: plans per scenario, re-planning after a failed skill, checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eval.agent import (
+    AGENT_TYPES,
+    CheckpointMissing,
+    HabAgent,
+    OracleSkills,
+    make_agent,
+    resolve_checkpoints,
+    skills_in_plans,
+)
+from eval.hab_eval import initial_plans
+from planner.grounding import SKILL_OF_ACTION
+from rearrange.env import RearrangeEnv
+from rearrange.generate import generate_episodes
+from rearrange.tasks.hab import HabTask, load_hab_config
+
+EXPECTED_SKILLS = {
+    "tidy_house": ["nav", "pick", "nav", "place"] * 5,
+    "prepare_groceries": ["nav", "pick", "nav", "place"] * 3,
+    # habitat set_table solution: nav_to_receptacle, open_cab, pick, nav, place, nav_to_receptacle,
+    # open_fridge, (nav,) pick, nav, place -- our nav_to_receptacle already stands at the fruit
+    "set_table": ["nav", "open_cab", "pick", "nav", "place", "nav", "open_fridge", "pick", "nav", "place"],
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(EXPECTED_SKILLS))
+def test_plan_has_expected_skill_sequence(scenario):
+    episodes = generate_episodes(scenario, "val", 2, 0)
+    for plan in initial_plans(scenario, episodes):
+        assert [SKILL_OF_ACTION[a.name] for a in plan] == EXPECTED_SKILLS[scenario]
+    plans = initial_plans(scenario, episodes)
+    assert "nav" in skills_in_plans(plans, "tp-srl")
+    assert "nav" not in skills_in_plans(plans, "tp-srl-nonav")
+    if scenario == "set_table":
+        assert plans[0][0].name == "nav_to_receptacle"
+        assert set(skills_in_plans(plans, "tp-srl")) == {"nav", "pick", "place", "open_cab", "open_fridge"}
+
+
+class _Stall:
+    """A skill that does nothing (arm still, suction off) until its timeout: an injected failure."""
+
+    def __init__(self, skill):
+        self.skill = skill
+
+    def start(self, sim, target):
+        pass
+
+    def act(self, sim, obs):
+        a = np.zeros(11)
+        a[7] = -1.0
+        return a
+
+
+class _StallFirst:
+    """Skill factory: oracles, except that the first call of `skill` stalls."""
+
+    def __init__(self, skill: str):
+        self.inner = OracleSkills()
+        self.skill = skill
+        self.stalled = False
+
+    def __call__(self, name: str):
+        controller = self.inner(name)
+        if name == self.skill and not self.stalled:
+            self.stalled = True
+            return _Stall(controller.skill)
+        return controller
+
+
+def _env(scenario: str, max_steps: int) -> RearrangeEnv:
+    cfg = load_hab_config([f"hab_task.max_steps={max_steps}"])
+    episodes = generate_episodes(scenario, "val", 1, 0)
+    return RearrangeEnv(HabTask(scenario, cfg, obs_keys=()), episodes, episode_order="cycle")
+
+
+def test_replans_after_injected_pick_failure_and_picks_again():
+    env = _env("prepare_groceries", 700)
+    try:
+        agent = HabAgent("oracle", _StallFirst("pick"), max_replans=2)
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    runs = out.skill_runs
+    assert [r.label for r in runs[:2]] == ["nav(obj_0)", "pick(obj_0)"]
+    assert runs[0].effects_hold
+    assert runs[1].outcome == "timeout" and not runs[1].effects_hold  # the stalled pick
+    assert out.num_replans >= 1
+    # the re-plan starts from the observed state: the robot is still at obj_0, so it picks again
+    assert runs[2].label == "pick(obj_0)" and runs[2].effects_hold
+    assert out.stages["pick_0"]
+
+
+def test_failure_is_recorded_when_replans_are_exhausted():
+    env = _env("prepare_groceries", 700)
+    try:
+        agent = HabAgent("oracle", _StallFirst("pick"), max_replans=0)
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    assert not out.success
+    assert out.failed_skill == "pick" and out.failed_call == "pick(obj_0)"
+    assert out.end_reason == "replans_exhausted"
+    assert out.num_replans == 0
+    assert not out.stages["pick_0"]
+    record = out.to_record()
+    assert record.failed_skill == "pick" and record.measures["num_replans"] == 0.0
+    assert out.steps == sum(r.steps for r in out.skill_runs) + 1  # + the stop step
+
+
+def test_nonav_agent_drops_nav_steps():
+    env = _env("prepare_groceries", 300)
+    try:
+        agent = HabAgent("tp-srl-nonav", OracleSkills(), max_replans=0)
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    assert out.skill_runs and out.skill_runs[0].label == "pick(obj_0)"
+    assert all(r.skill != "nav" for r in out.skill_runs)
+
+
+def test_checkpoint_resolution(tmp_path):
+    (tmp_path / "pick.pt").write_bytes(b"x")
+    assert resolve_checkpoints(["pick"], {"pick": None}, tmp_path) == {"pick": tmp_path / "pick.pt"}
+    other = tmp_path / "elsewhere.pt"
+    other.write_bytes(b"x")
+    assert resolve_checkpoints(["pick"], {"pick": str(other)}, tmp_path)["pick"] == other  # config wins
+    with pytest.raises(CheckpointMissing, match=r"skill 'place' not found: .*place\.pt"):
+        resolve_checkpoints(["pick", "place"], {}, tmp_path)
+    with pytest.raises(CheckpointMissing, match="--checkpoint-dir"):
+        resolve_checkpoints(["nav"], {"nav": None}, None)
+
+
+def test_unknown_agent_type():
+    with pytest.raises(ValueError, match="valid choices: " + ", ".join(AGENT_TYPES)):
+        make_agent("random", {"max_replans": 1, "deterministic": True})

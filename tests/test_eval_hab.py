@@ -1,0 +1,84 @@
+"""`eval-hab`: bad inputs exit 2 with one line; a tiny run writes results.json, the chart and a video."""
+
+from __future__ import annotations
+
+import json
+
+import imageio.v2 as iio
+import pytest
+from PIL import Image
+
+from eval.hab_eval import main
+
+
+def _fails(capsys, argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path):
+    err = _fails(capsys, ["--scenario", "tidy_kitchen", "--out", str(tmp_path)])
+    assert "tidy_kitchen" in err and "tidy_house, prepare_groceries, set_table" in err
+    err = _fails(capsys, ["--scenario", "tidy_house", "--agent", "magic", "--out", str(tmp_path)])
+    assert "magic" in err and "oracle, tp-srl, tp-srl-nonav" in err
+    err = _fails(capsys, ["--scenario", "tidy_house", "--split", "test", "--out", str(tmp_path)])
+    assert "train, val" in err
+    err = _fails(capsys, ["--scenario", "tidy_house", "--out", str(tmp_path), "agent.no_such_key=1"])
+    assert "override" in err
+    err = _fails(capsys, ["--scenario", "set_table", "--agent", "tp-srl", "--episodes", "1",
+                          "--checkpoint-dir", str(tmp_path / "ckpts"), "--out", str(tmp_path)])
+    assert "checkpoint for skill 'nav' not found" in err and str(tmp_path / "ckpts" / "nav.pt") in err
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_corrupt_checkpoint_exit_2(capsys, tmp_path):
+    ckpts = tmp_path / "ckpts"
+    ckpts.mkdir()
+    for skill in ("nav", "pick", "place"):
+        (ckpts / f"{skill}.pt").write_bytes(b"not a checkpoint")
+    err = _fails(capsys, ["--scenario", "prepare_groceries", "--agent", "tp-srl", "--episodes", "1",
+                          "--checkpoint-dir", str(ckpts), "--out", str(tmp_path / "out")])
+    assert "nav.pt" in err
+
+
+def test_tiny_oracle_run_writes_results_and_chart(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["--scenario", "prepare_groceries", "--agent", "oracle", "--episodes", "1", "--out", str(out),
+                 "--no-progress", "hab_task.max_steps=120"]) == 0
+    result = json.loads((out / "results.json").read_text())
+    assert result["scenario"] == "prepare_groceries" and result["agent"] == "oracle"
+    assert result["num_episodes"] == 1
+    assert result["stage_order"] == ["pick_0", "place_0", "pick_1", "place_1", "pick_2", "place_2"]
+    for stats in [result["success"], *result["stage_success"].values()]:
+        assert stats["ci_low"] <= stats["mean"] <= stats["ci_high"]
+    # 120 steps are far too few for 3 objects: the episode is truncated and the active skill blamed
+    assert result["success"]["mean"] == 0.0
+    episode = result["episodes"][0]
+    assert episode["failed_skill"] in ("nav", "pick", "place") and episode["failed_call"]
+    assert episode["end_reason"] == "truncated"
+    assert result["failed_skill"] == {episode["failed_skill"]: 1}
+    assert result["measures"]["steps"]["mean"] == 120
+    with Image.open(out / "stages.png") as img:
+        assert img.format == "PNG" and img.size[0] > 100
+    assert "success" in capsys.readouterr().out
+
+
+def test_video_has_one_frame_per_step(tmp_path):
+    out, videos = tmp_path / "out", tmp_path / "videos"
+    assert main(["--scenario", "tidy_house", "--episodes", "1", "--out", str(out), "--video", str(videos),
+                 "--no-progress", "hab_task.max_steps=25", "video.width=96", "video.height=96"]) == 0
+    result = json.loads((out / "results.json").read_text())
+    steps = int(result["episodes"][0]["measures"]["steps"])
+    files = sorted(videos.glob("*.mp4"))
+    assert [f.name for f in files] == ["tidy_house_epval_0_0_success=0.mp4"]
+    reader = iio.get_reader(files[0])
+    try:
+        frames = [f for f in reader]
+    finally:
+        reader.close()
+    assert len(frames) == steps == 25
+    assert frames[0].shape[1] >= 2 * 96  # RGB and depth side by side

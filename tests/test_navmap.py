@@ -1,0 +1,96 @@
+"""NavMap: inflation, geodesic distances around walls, paths through doorways, layout reachability."""
+
+import numpy as np
+import pytest
+
+from rearrange.layout import ApartmentLayout, Box, generate_layout, layout_seeds
+from rearrange.navmap import NavMap
+
+
+def _doorway_layout() -> ApartmentLayout:
+    """A 6 x 4 m room split by a wall at x = 3 with a 1 m doorway at y in [1.5, 2.5]."""
+    walls = [Box("wall_a", (3.0, 0.75, 1.0), (0.05, 0.75, 1.0)), Box("wall_b", (3.0, 3.25, 1.0), (0.05, 0.75, 1.0))]
+    return ApartmentLayout(seed=0, bounds=((0.0, 0.0), (6.0, 4.0)), rooms=[], walls=walls, furniture=[],
+                           receptacles={}, articulated={}, footprints=[Box("crate", (1.0, 3.0, 0.3), (0.2, 0.2, 0.3))])
+
+
+@pytest.fixture(scope="module")
+def door_map() -> NavMap:
+    return NavMap(_doorway_layout(), resolution=0.05, robot_radius=0.3)
+
+
+def test_inflated_obstacle_cells_not_navigable(door_map):
+    assert not door_map.is_navigable((3.0, 0.5))  # inside the wall
+    assert not door_map.is_navigable((2.8, 0.5))  # 0.15 m from the wall face < radius
+    assert door_map.is_navigable((2.6, 0.5))  # 0.35 m from the wall face
+    assert not door_map.is_navigable((1.0, 3.0))  # crate
+    assert not door_map.is_navigable((1.0, 2.55))  # 0.25 m from the crate face
+    assert door_map.is_navigable((1.0, 2.4))
+    assert not door_map.is_navigable((0.1, 2.0))  # too close to the outer bounds
+    assert not door_map.is_navigable((-1.0, 2.0))
+    assert door_map.is_navigable((3.0, 2.0))  # the middle of the doorway
+
+
+def test_geodesic_longer_than_euclidean_and_symmetric(door_map):
+    a, b = (1.0, 0.5), (5.0, 0.5)
+    d = door_map.geodesic_distance(a, b)
+    assert d > np.linalg.norm(np.subtract(a, b)) + 1.0  # must detour through the doorway
+    assert abs(d - door_map.geodesic_distance(b, a)) < 1e-6
+    # same room: close to euclidean (8-connected grid overestimates by at most ~8%)
+    e = door_map.geodesic_distance((1.0, 0.5), (2.0, 1.5))
+    assert np.hypot(1.0, 1.0) - 1e-6 <= e <= 1.09 * np.hypot(1.0, 1.0)
+
+
+def test_path_goes_through_door(door_map):
+    a, b = (1.0, 0.5), (5.0, 0.5)
+    p = door_map.path(a, b)
+    assert p.shape[1] == 2 and len(p) >= 3
+    assert np.allclose(p[0], a) and np.allclose(p[-1], b)
+    # the crossing of x = 3 happens in the doorway
+    for q0, q1 in zip(p[:-1], p[1:], strict=True):
+        assert door_map.segment_clear(q0, q1)
+        if (q0[0] - 3.0) * (q1[0] - 3.0) < 0:
+            y = q0[1] + (q1[1] - q0[1]) * (3.0 - q0[0]) / (q1[0] - q0[0])
+            assert 1.5 + 0.3 - 1e-6 <= y <= 2.5 - 0.3 + 1e-6
+    length = float(np.sum(np.linalg.norm(np.diff(p, axis=0), axis=1)))
+    assert length <= door_map.geodesic_distance(a, b) + 1e-6  # shortcutting never lengthens
+
+
+def test_snapping_and_sampling(door_map):
+    # a goal inside the crate snaps to the nearest navigable cell within 1 m
+    assert np.isfinite(door_map.geodesic_distance((1.0, 1.0), (1.0, 3.0)))
+    assert door_map.reachable((1.0, 1.0), (5.0, 3.5))
+    assert not np.isfinite(door_map.geodesic_distance((1.0, 1.0), (20.0, 20.0)))
+    assert len(door_map.path((1.0, 1.0), (20.0, 20.0))) == 0
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        p = door_map.sample_navigable(rng, near=(4.5, 2.0), radius=0.5)
+        assert door_map.is_navigable(p) and np.linalg.norm(p - (4.5, 2.0)) <= 0.5 + 1e-9
+    assert door_map.sample_navigable(rng, near=(3.0, 0.5), radius=0.05) is None
+
+
+def test_sealed_room_is_not_part_of_the_largest_component():
+    layout = _doorway_layout()
+    layout.walls.append(Box("plug", (3.0, 2.0, 1.0), (0.05, 0.6, 1.0)))  # close the doorway
+    m = NavMap(layout)
+    left, right = m.is_navigable((1.0, 1.0)), m.is_navigable((5.0, 1.0))
+    assert left != right  # exactly one side survives
+    assert not m.reachable((1.0, 1.0), (5.0, 1.0))
+
+
+@pytest.mark.parametrize("split", ["train", "val"])
+def test_every_layout_is_fully_reachable(split):
+    """All receptacles (within 0.8 m) and articulated fronts lie on the one navigable component."""
+    for seed in layout_seeds(split):
+        layout = generate_layout(seed)
+        m = NavMap(layout)
+        points = [a.front_center for a in layout.articulated.values()]
+        for r in layout.receptacles.values():
+            near = m.nearest_navigable(r.center, 0.8)
+            assert near is not None, f"layout {seed}: receptacle {r.name} out of reach"
+            points.append(tuple(near))
+        for a in layout.articulated.values():
+            assert m.is_navigable(a.front_center), f"layout {seed}: {a.name} front not navigable"
+        field = m.distance_field(points[0])
+        for p in points:
+            assert np.isfinite(field[m.world_to_cell(p)]), f"layout {seed}: {p} unreachable"

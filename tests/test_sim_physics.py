@@ -1,0 +1,225 @@
+"""Physics of RearrangeSim: resting objects, base blocking, suction grasping, opening containers, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rearrange.layout import generate_layout
+from rearrange.objects import OBJECT_KINDS
+from rearrange.sim import RearrangeSim
+
+SEED = 100
+
+
+@pytest.fixture(scope="module")
+def layout():
+    return generate_layout(SEED)
+
+
+def _reach(sim: RearrangeSim, target, steps: int = 120, tol: float = 0.005) -> float:
+    """Move the end effector to `target` with arm actions from the Jacobian (no base motion)."""
+    for _ in range(steps):
+        err = np.asarray(target) - sim.ee_pos
+        if np.linalg.norm(err) < tol:
+            break
+        jac = sim.ee_jacobian()
+        dq = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(3), err)
+        sim.step(np.clip(dq / sim.cfg["arm"]["delta_per_step"], -1, 1), None, np.zeros(2))
+    return float(np.linalg.norm(np.asarray(target) - sim.ee_pos))
+
+
+def _park_robot(layout) -> np.ndarray:
+    (x0, y0), (x1, y1) = layout.rooms[1].bounds
+    return np.array([(x0 + x1) / 2, y0 + 1.0])
+
+
+def test_objects_rest_on_table_and_fridge_shelf(layout):
+    kinds = ["cracker_box", "tomato_soup_can", "apple", "bowl", "mug", "banana"]
+    sim = RearrangeSim(layout, kinds)
+    recs = ["table_0", "fridge_shelf_0", "fridge_shelf_1", "table_0", "fridge_shelf_1", "counter_0"]
+    objects = {}
+    for i, (kind, rec) in enumerate(zip(kinds, recs, strict=True)):
+        r = layout.receptacles[rec]
+        dx = -0.1 if i < 3 else 0.1
+        objects[f"obj_{i}"] = ((r.center[0] + dx, r.center[1], r.center[2] + OBJECT_KINDS[kind].rest_height + 0.001), (1, 0, 0, 0))
+    sim.reset_state(objects, {}, _park_robot(layout), 0.0)
+    start = {n: sim.object_pos(n) for n in objects}
+    for _ in range(150):  # 5 simulated seconds
+        sim.step(np.zeros(7), None, np.zeros(2))
+    for n in objects:
+        assert np.linalg.norm(sim.object_pos(n) - start[n]) < 0.01, (n, sim.object_kind(n))
+
+
+def test_base_stops_at_wall(layout):
+    sim = RearrangeSim(layout, [])
+    (x0, y0), (x1, y1) = layout.rooms[0].bounds
+    radius = sim.cfg["base"]["radius"]
+    # a spot whose straight path to the south wall is free of furniture (and room to slide in +x)
+    start = next(
+        np.array([x, y0 + 1.5])
+        for x in np.arange(x0 + 0.5, x1 - 1.5, 0.05)
+        if all(sim.base_is_free((xx, y)) for y in np.arange(y0 + radius + 1e-6, y0 + 1.6, 0.05) for xx in (x, x + 1.0))
+    )
+    sim.reset_state({}, {}, start, -np.pi / 2)  # facing the south wall (inner face at y0)
+    collided = []
+    for _ in range(60):
+        sim.step(np.zeros(7), None, np.array([1.0, 0.0]))
+        assert sim.base_xy[1] - y0 >= radius - 1e-9
+        collided.append(sim.base_collided)
+    assert not collided[0] and collided[-1]
+    assert sim.base_xy[1] - y0 < radius + sim.cfg["base"]["max_lin_per_step"]
+    # sliding: a diagonal approach keeps moving along the wall
+    sim.reset_state({}, {}, start, -np.pi / 2 + 0.5)
+    for _ in range(40):
+        sim.step(np.zeros(7), None, np.array([1.0, 0.0]))
+    assert sim.base_collided and sim.base_xy[0] > start[0] + 0.5
+    assert sim.base_is_free(sim.base_xy)
+
+
+def test_suction_attaches_carries_and_releases(layout):
+    sim = RearrangeSim(layout, ["tomato_soup_can", "apple"])
+    base = _park_robot(layout)
+    sim.reset_state({}, {}, base, 0.0)
+    kind = OBJECT_KINDS["tomato_soup_can"]
+    below_cup = sim.ee_pos - np.array([0.0, 0.0, kind.rest_height + 0.005])
+    sim.set_object_pose("obj_0", below_cup, (1, 0, 0, 0))
+    sim.step(np.zeros(7), -1.0, np.zeros(2))  # release does nothing, object starts falling
+    assert sim.grasped is None
+    sim.set_object_pose("obj_0", below_cup, (1, 0, 0, 0))
+    sim.step(np.zeros(7), 1.0, np.zeros(2))
+    assert sim.grasped == "obj_0"
+    offset = sim.object_pos("obj_0") - sim.ee_pos
+    for _ in range(15):  # drive forward and turn, move the arm a little
+        sim.step(np.full(7, 0.3), None, np.array([1.0, 0.5]))
+    for _ in range(10):
+        sim.step(np.zeros(7), 1.0, np.zeros(2))
+    assert sim.grasped == "obj_0"
+    assert np.linalg.norm(sim.base_xy - base) > 0.5
+    assert abs(np.linalg.norm(sim.object_pos("obj_0") - sim.ee_pos) - np.linalg.norm(offset)) < 0.01
+    held_z = sim.object_pos("obj_0")[2]
+    sim.step(np.zeros(7), -1.0, np.zeros(2))
+    assert sim.grasped is None
+    for _ in range(30):
+        sim.step(np.zeros(7), None, np.zeros(2))
+    assert sim.object_pos("obj_0")[2] < held_z - 0.3
+    assert abs(sim.object_pos("obj_0")[2] - kind.rest_height) < 0.02  # on the floor
+    # far from anything: grasp does nothing
+    sim.step(np.zeros(7), 1.0, np.zeros(2))
+    assert sim.grasped is None
+
+
+def test_start_holding_object(layout):
+    sim = RearrangeSim(layout, ["sugar_box"])
+    sim.reset_state({}, {}, _park_robot(layout), 0.3, grasped="obj_0")
+    assert sim.grasped == "obj_0"
+    start = sim.object_pos("obj_0") - sim.ee_pos
+    for _ in range(20):
+        sim.step(np.zeros(7), None, np.array([0.5, 0.5]))
+    assert np.linalg.norm(sim.object_pos("obj_0") - sim.ee_pos) == pytest.approx(np.linalg.norm(start), abs=0.01)
+
+
+def test_pulling_fridge_handle_opens_door_past_90_degrees(layout):
+    sim = RearrangeSim(layout, [])
+    hinge = np.array(layout.articulated["fridge"].joint_pos[:2])
+    handle = sim.handle_pos("fridge_handle")
+    b0 = hinge + np.array([0.5, -0.85])
+    b1 = hinge + np.array([-0.4, -1.3])
+    sim.reset_state({}, {}, b0, float(np.arctan2(handle[1] - b0[1], handle[0] - b0[0])))
+    cup = sim.cfg["suction"]["radius"]
+    grip_point = handle - np.array([0.0, 0.025 + cup + 0.003, 0.0])  # cup (pointing down) just off the handle's face
+    _reach(sim, grip_point)
+    sim.step(np.zeros(7), 1.0, np.zeros(2))
+    assert sim.grasped == "fridge_handle"
+    rel = grip_point - np.array([*hinge, 0.0])
+    n, final = 150, 1.85
+    for k in range(1, n + 1):  # walk around the door while the arm follows the handle's arc
+        th = final * k / n
+        c, s = np.cos(-th), np.sin(-th)
+        target = np.array([hinge[0] + c * rel[0] - s * rel[1], hinge[1] + s * rel[0] + c * rel[1], rel[2]])
+        b = b0 + (k / n) * (b1 - b0)
+        assert sim.base_is_free(b)
+        sim.set_base_pose(b, float(np.arctan2(target[1] - b[1], target[0] - b[0])))
+        jac = sim.ee_jacobian()
+        dq = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(3), target - sim.ee_pos)
+        sim.step(np.clip(dq / sim.cfg["arm"]["delta_per_step"], -1, 1), None, np.zeros(2))
+    assert sim.art_q("fridge") > np.pi / 2
+    sim.step(np.zeros(7), -1.0, np.zeros(2))
+    assert sim.grasped is None
+    for _ in range(10):  # let the arm settle on its targets
+        sim.step(np.zeros(7), None, np.zeros(2))
+    q = sim.art_q("fridge")
+    for _ in range(30):
+        sim.step(np.zeros(7), None, np.zeros(2))
+    assert abs(sim.art_q("fridge") - q) < 0.01  # damping and friction keep it where it was left
+
+
+@pytest.mark.parametrize("drawer", ["drawer_0", "drawer_1"])
+def test_pulling_drawer_handle_opens_drawer(layout, drawer):
+    sim = RearrangeSim(layout, ["apple"])
+    art = layout.articulated[drawer]
+    rec = layout.receptacles[drawer]
+    apple = (rec.center[0], rec.center[1], rec.center[2] + OBJECT_KINDS["apple"].rest_height + 0.001)
+    front = np.array(art.front_center) + np.array([0.0, 0.15])
+    sim.reset_state({"obj_0": (apple, (1, 0, 0, 0))}, {}, front, art.facing_yaw)
+    handle = sim.handle_pos(art.handle)
+    cup = sim.cfg["suction"]["radius"]
+    assert _reach(sim, handle - np.array([0.0, 0.15, 0.0])) < 0.01  # below the counter top first
+    assert _reach(sim, handle - np.array([0.0, 0.02 + cup + 0.003, 0.0])) < 0.01
+    sim.step(np.zeros(7), 1.0, np.zeros(2))
+    assert sim.grasped == art.handle
+    for _ in range(8):
+        sim.step(np.zeros(7), None, np.array([-0.8, 0.0]))
+    for _ in range(10):
+        sim.step(np.zeros(7), None, np.zeros(2))
+    assert sim.art_q(drawer) > 0.35
+    # the apple inside rode along with the drawer
+    assert sim.object_pos("obj_0")[1] < apple[1] - 0.3
+    sim.step(np.zeros(7), -1.0, np.zeros(2))
+    assert sim.grasped is None
+
+
+def test_same_seed_same_actions_same_state():
+    rng = np.random.default_rng(0)
+    actions = [(rng.uniform(-1, 1, 7), float(rng.uniform(-1, 1)), rng.uniform(-1, 1, 2)) for _ in range(100)]
+    states, depths = [], []
+    for _ in range(2):
+        layout = generate_layout(SEED + 3)
+        sim = RearrangeSim(layout, ["mug", "apple"])
+        r = layout.receptacles["table_0"]
+        objs = {"obj_0": ((r.center[0], r.center[1], r.center[2] + 0.05), (1, 0, 0, 0))}
+        sim.reset_state(objs, {"fridge": 0.3}, np.array(layout.articulated["fridge"].front_center), np.pi / 2)
+        for arm, grip, base in actions:
+            sim.step(arm, grip, base)
+        states.append(np.concatenate([sim.data.qpos, sim.data.qvel, sim.base_xy, [sim.base_yaw]]))
+        depths.append(sim.render_head_depth())
+        sim.close()
+    np.testing.assert_array_equal(states[0], states[1])
+    np.testing.assert_array_equal(depths[0], depths[1])
+
+
+def test_contact_force_when_arm_hits_furniture(layout):
+    sim = RearrangeSim(layout, [])
+    r = layout.receptacles["counter_0"]
+    art = layout.articulated["drawer_0"]
+    sim.reset_state({}, {}, np.array([art.front_center[0], art.front_center[1] + 0.25]), np.pi / 2)
+    assert sim.robot_contact_force == 0.0
+    target = np.array([sim.ee_pos[0], r.center[1] - 0.1, r.center[2] - 0.05])  # inside the counter top
+    forces = []
+    for _ in range(60):
+        jac = sim.ee_jacobian()
+        dq = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(3), target - sim.ee_pos)
+        sim.step(np.clip(dq / 0.0125, -1, 1), None, np.zeros(2))
+        forces.append(sim.robot_contact_force)
+    assert max(forces) > 1.0
+    assert sim.ee_pos[2] > r.center[2] - 0.03  # the counter stopped the arm
+
+
+def test_bad_names_raise(layout):
+    sim = RearrangeSim(layout, ["apple"])
+    with pytest.raises(ValueError, match="obj_0"):
+        sim.reset_state({"obj_9": ((0, 0, 0), (1, 0, 0, 0))}, {}, (1, 1), 0.0)
+    with pytest.raises(ValueError, match="fridge"):
+        sim.reset_state({}, {"oven": 0.1}, (1, 1), 0.0)
+    with pytest.raises(ValueError, match="valid kinds"):
+        RearrangeSim(layout, ["spaceship"])

@@ -1,0 +1,182 @@
+"""Checkpoint files: atomic save, validated load, keep-last-K, and the state layout for exact resume.
+
+A checkpoint is a `torch.save`d dict. Keys:
+
+    "format_version": int                 CHECKPOINT_FORMAT_VERSION
+    "model":          actor_critic.state_dict()
+    "config":         the resolved config as a plain dict (trainer.config.to_plain)
+    "obs_space":      the gymnasium observation space (pickled)
+    "action_space":   the gymnasium action space (pickled)
+    "ppo":            PPO.state_dict(): optimizer, entropy coefficient, update count, LR schedule,
+                      mini-batch RNG
+    "rng":            capture_rng_state(): python, numpy, torch CPU (and CUDA when available)
+    "counters":       dict owned by the training loop (env steps, updates, episodes, ...)
+    + any "extra" entries the training loop adds (e.g. collector state)
+
+"model", "config", "obs_space" and "action_space" are enough to rebuild and run a policy
+(skills/, eval/): `ActorCritic(ckpt["obs_space"], ckpt["action_space"], ckpt["config"]["policy"])`
+then `load_state_dict(ckpt["model"])`. The rest is for resuming training bit-for-bit:
+`build_checkpoint_state(...)` assembles it, `restore_training_state(...)` puts it back.
+
+Errors: `load_checkpoint` raises `CheckpointError` with a one-line message for a missing, corrupt
+or incomplete file. Writes go to a temporary file in the same directory, are fsynced and then
+`os.replace`d over the target, so an interrupted save never damages an existing checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+CHECKPOINT_FORMAT_VERSION = 1
+REQUIRED_KEYS = ("model", "config", "obs_space", "action_space")
+CHECKPOINT_PATTERN = re.compile(r"^ckpt_(\d+)\.pt$")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be used; the message is one line."""
+
+
+def checkpoint_path(directory: str | os.PathLike, step: int) -> Path:
+    """Canonical file name for a checkpoint taken at `step` (sorts by step): `ckpt_000000012345.pt`."""
+    return Path(directory) / f"ckpt_{int(step):012d}.pt"
+
+
+def save_checkpoint(path: str | os.PathLike, state: Mapping[str, Any]) -> None:
+    """Write `state` to `path` atomically (temp file in the same directory, fsync, os.replace)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(dict(state), f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        if os.path.exists(tmp_name):
+            os.unlink(tmp_name)
+        raise
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
+    """Read a checkpoint; `CheckpointError` (one line) if it is missing, unreadable or lacks required keys."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    try:
+        # weights_only=False: the file holds pickled gymnasium spaces; only load files you trust.
+        state = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as exc:  # torch/pickle raise many types for truncated or foreign files
+        raise CheckpointError(
+            f"checkpoint {path} is corrupt or not a checkpoint ({_one_line(exc)})"
+        ) from None
+    if not isinstance(state, dict):
+        raise CheckpointError(
+            f"checkpoint {path} is not a checkpoint (holds a {type(state).__name__}, not a dict)"
+        )
+    missing = [k for k in REQUIRED_KEYS if k not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint {path} is incomplete: missing {', '.join(missing)}")
+    return state
+
+
+def list_checkpoints(directory: str | os.PathLike) -> list[Path]:
+    """`ckpt_<step>.pt` files in `directory`, oldest (smallest step) first."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in directory.iterdir() if (m := CHECKPOINT_PATTERN.match(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
+    """The newest `ckpt_<step>.pt` in `directory`, or None."""
+    found = list_checkpoints(directory)
+    return found[-1] if found else None
+
+
+def keep_last_checkpoints(directory: str | os.PathLike, keep: int) -> list[Path]:
+    """Delete all but the newest `keep` `ckpt_<step>.pt` files (keep <= 0 keeps all); returns the deleted."""
+    if keep <= 0:
+        return []
+    doomed = list_checkpoints(directory)[:-keep]
+    for p in doomed:
+        p.unlink(missing_ok=True)
+    return doomed
+
+
+def capture_rng_state() -> dict:
+    """Python, numpy and torch (CPU, and CUDA when available) global RNG states."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: Mapping) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def build_checkpoint_state(
+    actor_critic: torch.nn.Module,
+    ppo: Any,
+    config: Mapping,
+    obs_space: Any,
+    action_space: Any,
+    counters: Mapping[str, Any],
+    extra: Mapping[str, Any] | None = None,
+) -> dict:
+    """Everything a checkpoint holds (layout in the module docstring); a DictConfig is resolved to a dict."""
+    if isinstance(config, DictConfig):
+        config = OmegaConf.to_container(config, resolve=True)  # type: ignore[assignment]
+    state = {
+        "format_version": CHECKPOINT_FORMAT_VERSION,
+        "model": actor_critic.state_dict(),
+        "config": dict(config),
+        "obs_space": obs_space,
+        "action_space": action_space,
+        "ppo": ppo.state_dict(),
+        "rng": capture_rng_state(),
+        "counters": dict(counters),
+    }
+    for key, value in (extra or {}).items():
+        if key in state:
+            raise ValueError(f"extra checkpoint key '{key}' collides with a reserved key")
+        state[key] = value
+    return state
+
+
+def restore_training_state(
+    state: Mapping, actor_critic: torch.nn.Module, ppo: Any, restore_rng: bool = True
+) -> dict:
+    """Load weights, learner state and (optionally) RNG states from `state`; returns its counters."""
+    for key in ("ppo", "rng", "counters"):
+        if key not in state:
+            raise CheckpointError(f"checkpoint cannot resume training: missing {key}")
+    try:
+        actor_critic.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        raise CheckpointError(f"checkpoint does not match this policy ({_one_line(exc)})") from None
+    ppo.load_state_dict(state["ppo"])
+    if restore_rng:
+        restore_rng_state(state["rng"])
+    return dict(state["counters"])

@@ -1,0 +1,138 @@
+"""`train-rl`: train PPO (VER / NoVER / sync) on any registered Gymnasium environment.
+
+Errors in the command line (unknown env id, bad override, missing or corrupt checkpoint) print one
+line and exit with code 2. Ctrl-C writes a checkpoint and exits with code 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import functools
+import importlib
+import os
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from trainer.checkpoint import CheckpointError, load_checkpoint
+from trainer.collector import WorkerFailure
+from trainer.config import ConfigError, compose, exit_with_error, unknown_choice
+
+EXIT_INTERRUPTED = 130
+
+EPILOG = """\
+overrides (Hydra syntax, key=value; see configs/train_rl.yaml and configs/trainer/*.yaml):
+  trainer=ver|nover|sync       collection mode file (or trainer.mode=...)
+  trainer.num_envs=16          env worker processes per rank (N)
+  trainer.num_steps=128        rollout length T (a rollout is T x N steps)
+  trainer.total_steps=1000000  env steps to train for (all ranks together)
+  trainer.seed=0 trainer.deterministic=true   exactly repeatable runs (sync mode, CPU)
+  trainer.ppo.lr=3e-4 trainer.ppo.num_mini_batch=4 ...   PPO settings (configs/trainer/ppo.yaml)
+  policy=mlp                   network (configs/policy/)
+  output_dir=runs/my_run       where config.yaml, metrics.jsonl, tensorboard/ and checkpoints/ go
+
+examples:
+  train-rl --env-id CartPole-v1
+  train-rl --env-id Pendulum-v1 trainer=sync trainer.num_envs=8 trainer.total_steps=200000
+  train-rl --resume runs/train_rl/CartPole-v1          # continue from the newest checkpoint
+  torchrun --nproc-per-node 2 -m trainer --env-id CartPole-v1 trainer.num_envs=4
+  torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29400 \\
+      -m trainer --env-id HalfCheetah-v5
+
+exit codes: 0 done, 2 bad input, 130 interrupted (a checkpoint was written), 1 env failing repeatedly.
+"""
+
+
+def make_gym_env(env_idx: int, env_id: str) -> gym.Env:
+    """Env factory used by the workers (`env_idx` is unused: every gym env is seeded on reset)."""
+    return gym.make(env_id)
+
+
+def check_env_id(env_id: str) -> str:
+    """The id if registered (`module:Id` imports `module` first); otherwise exit 2 naming close ids."""
+    if ":" in env_id:
+        module, _, name = env_id.partition(":")
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            exit_with_error(f"cannot import module '{module}' for env id '{env_id}' ({exc})")
+        env_id = name
+    if env_id not in gym.registry:
+        close = difflib.get_close_matches(env_id, list(gym.registry), n=5, cutoff=0.5)
+        choices = close or ["any registered gymnasium id, e.g. CartPole-v1", "Pendulum-v1", "HalfCheetah-v5"]
+        exit_with_error(unknown_choice("env id", env_id, choices))
+    return env_id
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="train-rl", description="Train PPO with VER, NoVER or sync (DD-PPO) collection on a Gymnasium env.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--env-id", help="registered Gymnasium id, e.g. CartPole-v1 (module:Id imports module)")
+    parser.add_argument("--resume", metavar="DIR_OR_FILE",
+                        help="continue a run: its directory (newest checkpoint) or a checkpoint file")
+    parser.add_argument("--output-dir", help="run directory (default: config output_dir, or the resumed run's)")
+    parser.add_argument("overrides", nargs="*", help="Hydra-style config overrides, key=value")
+    return parser
+
+
+def _resume_config(resume: str, overrides: list[str]) -> tuple[DictConfig, str]:
+    """The resumed run's config (from its checkpoint) with command-line overrides applied."""
+    from trainer.train import resolve_checkpoint
+
+    try:
+        path = resolve_checkpoint(resume)
+        state = load_checkpoint(path)
+    except CheckpointError as exc:
+        exit_with_error(str(exc))
+    try:
+        cfg = OmegaConf.merge(OmegaConf.create(state["config"]), OmegaConf.from_dotlist(overrides))
+    except OmegaConfBaseException as exc:
+        exit_with_error(f"invalid config override: {str(exc).splitlines()[0]}")
+    return cfg, str(path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    overrides = list(args.overrides)
+    if args.resume is None and args.env_id is None:
+        exit_with_error("--env-id is required (or --resume DIR to continue a run)")
+    if args.resume is not None:
+        if args.env_id is not None:
+            overrides.append(f"env_id={args.env_id}")
+        cfg, ckpt = _resume_config(args.resume, overrides)
+        resume_dir = Path(args.resume) if Path(args.resume).is_dir() else Path(ckpt).parent.parent
+        output_dir = args.output_dir or str(resume_dir)
+    else:
+        try:
+            cfg = compose("train_rl", [*overrides, f"env_id={args.env_id}"])
+        except ConfigError as exc:
+            exit_with_error(str(exc))
+        ckpt = None
+        output_dir = args.output_dir or str(cfg.output_dir)
+    env_id = check_env_id(str(cfg.env_id))
+
+    from trainer.train import train  # heavy imports after the argument checks
+
+    try:
+        summary = train(cfg, functools.partial(make_gym_env, env_id=env_id), resume=ckpt, output_dir=output_dir)
+    except (ConfigError, CheckpointError) as exc:
+        exit_with_error(str(exc))
+    except WorkerFailure as exc:
+        exit_with_error(str(exc), code=1)
+    if int(os.environ.get("RANK", "0")) == 0:
+        ret = summary["mean_return"]
+        print(f"{'interrupted' if summary['interrupted'] else 'done'}: {summary['env_steps']} steps, "
+              f"{summary['updates']} updates, mean return {ret if ret is None else round(ret, 2)}, "
+              f"{summary['sps']:.0f} steps/s, checkpoint {summary['checkpoint']}", file=sys.stderr)
+    if summary["interrupted"]:
+        raise SystemExit(EXIT_INTERRUPTED)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Action distributions and the heads that produce them: diagonal Gaussian (Box) and Categorical (Discrete).
+
+The Gaussian has a state-independent learned log-std (clamped to a configured range) and a mean
+that is either plain or tanh-squashed. Only the *mean* is squashed: samples are not, so the log-prob
+stays the exact Gaussian one; the collector clips actions to the Box bounds before stepping the env
+(`clip_to_space`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+
+class DiagGaussian:
+    """Independent Gaussians over the last dimension; log-prob and entropy are summed over it."""
+
+    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
+        self.mean = mean
+        self.log_std = log_std.expand_as(mean)
+        self._normal = torch.distributions.Normal(self.mean, self.log_std.exp())
+
+    def sample(self) -> torch.Tensor:
+        return self._normal.sample()
+
+    def mode(self) -> torch.Tensor:
+        return self.mean
+
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
+        return self._normal.log_prob(actions).sum(-1)
+
+    def entropy(self) -> torch.Tensor:
+        return self._normal.entropy().sum(-1)
+
+
+class CategoricalDist:
+    """A Categorical over integer actions of shape [B]."""
+
+    def __init__(self, logits: torch.Tensor):
+        self._cat = torch.distributions.Categorical(logits=logits)
+
+    def sample(self) -> torch.Tensor:
+        return self._cat.sample()
+
+    def mode(self) -> torch.Tensor:
+        return self._cat.probs.argmax(-1)
+
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
+        return self._cat.log_prob(actions.long())
+
+    def entropy(self) -> torch.Tensor:
+        return self._cat.entropy()
+
+
+class GaussianHead(nn.Module):
+    """Linear mean (optionally tanh-squashed) plus a learned, clamped, state-independent log-std."""
+
+    def __init__(self, in_dim: int, action_dim: int, cfg: Mapping):
+        super().__init__()
+        activation = str(cfg["mean_activation"])
+        if activation not in ("tanh", "none"):
+            raise ValueError(
+                f"unknown policy.action.mean_activation '{activation}'; valid choices: tanh, none"
+            )
+        self.squash_mean = activation == "tanh"
+        self.min_log_std = float(cfg["min_log_std"])
+        self.max_log_std = float(cfg["max_log_std"])
+        self.mean = nn.Linear(in_dim, action_dim)
+        nn.init.orthogonal_(self.mean.weight, gain=0.01)
+        nn.init.zeros_(self.mean.bias)
+        self.log_std = nn.Parameter(torch.full((action_dim,), float(cfg["log_std_init"])))
+
+    def forward(self, features: torch.Tensor) -> DiagGaussian:
+        mean = self.mean(features)
+        if self.squash_mean:
+            mean = torch.tanh(mean)
+        log_std = self.log_std.clamp(self.min_log_std, self.max_log_std)
+        return DiagGaussian(mean, log_std)
+
+
+class CategoricalHead(nn.Module):
+    """Linear logits over `num_actions` choices."""
+
+    def __init__(self, in_dim: int, num_actions: int):
+        super().__init__()
+        self.logits = nn.Linear(in_dim, num_actions)
+        nn.init.orthogonal_(self.logits.weight, gain=0.01)
+        nn.init.zeros_(self.logits.bias)
+
+    def forward(self, features: torch.Tensor) -> CategoricalDist:
+        return CategoricalDist(self.logits(features))
+
+
+def make_action_head(in_dim: int, action_space: gym.Space, action_cfg: Mapping) -> nn.Module:
+    """The head for a Box (Gaussian) or Discrete (Categorical) action space."""
+    if isinstance(action_space, gym.spaces.Box):
+        if len(action_space.shape) != 1:
+            raise ValueError(f"Box action spaces must be 1-D, got shape {action_space.shape}")
+        return GaussianHead(in_dim, int(action_space.shape[0]), action_cfg)
+    if isinstance(action_space, gym.spaces.Discrete):
+        return CategoricalHead(in_dim, int(action_space.n))
+    raise ValueError(f"unsupported action space {type(action_space).__name__}; valid choices: Box, Discrete")
+
+
+def clip_to_space(actions: np.ndarray, action_space: gym.Space) -> np.ndarray:
+    """Clip sampled Box actions into the space's bounds (Discrete actions pass through)."""
+    if isinstance(action_space, gym.spaces.Box):
+        return np.clip(actions, action_space.low, action_space.high)
+    return actions

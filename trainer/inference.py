@@ -1,0 +1,108 @@
+"""Dynamic-batched inference in the main process, writing experience straight into the rollout storage.
+
+Batching rule (habitat-lab's VER inference worker, one inference worker): act on every ready
+request, at least `min_batch = max(int(N / min_factor), 1)` of them, at most
+`max_batch = max(int(N * max_factor), 1)`; never wait for a fixed count: a smaller batch goes as
+soon as `max_wait_s` has passed since the last batch, or at once when no other request can come.
+Lock-step (sync) collection is the special case min = max = N with no timeout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from trainer.networks import ActorCritic
+from trainer.shared_buffers import TransferBuffers
+from trainer.storage import RolloutStorage
+
+
+def batch_limits(num_envs: int, min_factor: float, max_factor: float, lock_step: bool) -> tuple[int, int]:
+    """(min_batch, max_batch) for N envs; lock-step acts on all N at once."""
+    if lock_step:
+        return num_envs, num_envs
+    return max(int(num_envs / min_factor), 1), max(int(num_envs * max_factor), 1)
+
+
+def should_act(num_ready: int, min_batch: int, num_incoming: int, waited_s: float, max_wait_s: float) -> bool:
+    """Act now? `num_ready` requests wait; `num_incoming` more could still arrive for this batch."""
+    if num_ready == 0:
+        return False
+    return num_ready >= min_batch or num_incoming == 0 or waited_s >= max_wait_s
+
+
+def select_batch(ready_envs: np.ndarray, steps_in_rollout: np.ndarray, limit: int) -> np.ndarray:
+    """Up to `limit` ready envs, those with the fewest steps in this rollout first (ties: lower index)."""
+    ready_envs = np.asarray(ready_envs, dtype=np.int64)
+    order = np.lexsort((ready_envs, steps_in_rollout[ready_envs]))
+    return np.sort(ready_envs[order[:limit]])
+
+
+@dataclass
+class BatchResult:
+    slots: np.ndarray  # storage slot of each row, in env order of `env_ids`
+    hidden: torch.Tensor  # new recurrent state per env of the batch
+
+
+class Inference:
+    """Runs the actor-critic on a batch of env requests and records the rows."""
+
+    def __init__(self, actor_critic: ActorCritic, buffers: TransferBuffers, storage: RolloutStorage,
+                 device: torch.device) -> None:
+        self.actor_critic = actor_critic
+        self.buffers = buffers
+        self.storage = storage
+        self.device = device
+
+    def batch_obs(self, env_ids: np.ndarray) -> dict[str, torch.Tensor]:
+        idx = torch.from_numpy(env_ids)
+        return {k: v[idx] for k, v in self.buffers.obs.items()}  # copies: the workers may overwrite
+
+    @torch.no_grad()
+    def act(
+        self,
+        env_ids: np.ndarray,
+        hidden: torch.Tensor,
+        episode_start: np.ndarray,
+        episode_ids: np.ndarray,
+        step_ids: np.ndarray,
+        policy_version: int,
+    ) -> BatchResult:
+        """Choose actions for `env_ids`, write them into the transfer buffers and the rows into storage.
+
+        `hidden` is each env's state before this step; it is zeroed where `episode_start`.
+        """
+        obs = self.batch_obs(env_ids)
+        start = torch.from_numpy(episode_start)
+        hidden_in = hidden * (~start).to(hidden.dtype).view(-1, *([1] * (hidden.dim() - 1)))
+        out = self.actor_critic.act(
+            {k: v.to(self.device) for k, v in obs.items()}, hidden_in.to(self.device), start.to(self.device)
+        )
+        actions = out.action.cpu()
+        self.buffers.action[torch.from_numpy(env_ids)] = actions.to(self.buffers.action.dtype).reshape(
+            (len(env_ids), *self.buffers.action.shape[1:])
+        )
+        slots = self.storage.append(
+            obs=obs,
+            actions=actions,
+            log_probs=out.log_prob.cpu(),
+            values=out.value.cpu(),
+            hidden=hidden_in,
+            episode_start=start,
+            env_ids=torch.from_numpy(env_ids),
+            episode_ids=torch.from_numpy(episode_ids),
+            step_ids=torch.from_numpy(step_ids),
+            policy_version=policy_version,
+        )
+        return BatchResult(slots=slots, hidden=out.hidden.cpu())
+
+    @torch.no_grad()
+    def values(self, env_ids: np.ndarray, hidden: torch.Tensor, episode_start: np.ndarray) -> torch.Tensor:
+        """Value of the envs' current observations (the bootstrap value), without acting."""
+        obs = self.batch_obs(env_ids)
+        start = torch.from_numpy(episode_start)
+        return self.actor_critic.get_value(
+            {k: v.to(self.device) for k, v in obs.items()}, hidden.to(self.device), start.to(self.device)
+        ).cpu()

@@ -1,0 +1,225 @@
+"""PPO for variable-experience rollouts: GAE, VER mini-batches, truncated IS, learned entropy coefficient.
+
+Public API (what the training loop uses):
+
+    ppo = PPO(actor_critic, cfg.ppo, total_updates=N, grad_sync=None, seed=None)
+    stats = ppo.update(rollout)        # one learner update on a Rollout; returns dict[str, float]
+    ppo.policy_version                 # number of updates done so far (= Rollout.policy_version of
+                                       # actions chosen with the current weights)
+    ppo.state_dict() / ppo.load_state_dict(d)   # optimizer, entropy coef, update count, LR schedule,
+                                                # mini-batch RNG (model weights are saved separately)
+    ppo.lr_at(update) -> float         # the LR schedule (cosine decay to 0 over total_updates)
+
+`update` uses the learning rate of the current update count, then increments the count. Stats
+keys (stable names): learner/value_loss, learner/action_loss, learner/entropy,
+learner/entropy_coef, learner/entropy_target, learner/approx_kl, learner/clip_fraction,
+learner/grad_norm, learner/is_weight_{min,mean,max}, learner/policy_lag_{mean,max},
+learner/fraction_stale, learner/lr, learner/explained_variance.
+
+Loss per mini-batch, with w the truncated VER importance weight of each row
+(`rollout.importance_weights()`, min(1, T / n_env)) and mean(w * term) for every term:
+
+    action_loss = mean(w * -min(r A, clip(r, 1 +- clip_param) A))
+    value_loss  = mean(w * 0.5 * (V - R)^2)       or, with use_clipped_value_loss, the PPO2 max form
+                  mean(w * 0.5 * max((V - R)^2, (V_old + clip(V - V_old, +-clip_param) - R)^2))
+    entropy     = mean(w * H)
+    loss = action_loss + value_loss_coef * value_loss - alpha * entropy + log_alpha * (entropy - target)
+
+Distributed training: pass `grad_sync(params)`; it is called after `backward()` and before
+gradient clipping with every trainable parameter (the model's and `log_alpha` when learned), all
+of which have a `.grad`, and must average those gradients across ranks in place.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+
+import torch
+from torch import nn
+
+from trainer.entropy import entropy_coefficient_from_config
+from trainer.gae import compute_gae
+from trainer.minibatch import build_minibatches
+from trainer.networks import ActorCritic
+from trainer.rollout import Rollout
+
+GradSync = Callable[[Iterable[nn.Parameter]], None]
+
+LR_SCHEDULES = ("cosine", "constant")
+
+
+class PPO:
+    """The learner: owns the optimizer, the entropy coefficient and the update counter."""
+
+    def __init__(
+        self,
+        actor_critic: ActorCritic,
+        ppo_cfg: Mapping,
+        total_updates: int = 0,
+        grad_sync: GradSync | None = None,
+        seed: int | None = None,
+    ):
+        self.actor_critic = actor_critic
+        self.cfg = ppo_cfg
+        self.gamma = float(ppo_cfg["gamma"])
+        self.gae_lambda = float(ppo_cfg["gae_lambda"])
+        self.clip_param = float(ppo_cfg["clip_param"])
+        self.ppo_epoch = int(ppo_cfg["ppo_epoch"])
+        self.num_mini_batch = int(ppo_cfg["num_mini_batch"])
+        self.value_loss_coef = float(ppo_cfg["value_loss_coef"])
+        self.use_clipped_value_loss = bool(ppo_cfg["use_clipped_value_loss"])
+        self.normalize_advantage = bool(ppo_cfg["normalize_advantage"])
+        self.use_importance_weights = bool(ppo_cfg["use_importance_weights"])
+        self.max_grad_norm = float(ppo_cfg["max_grad_norm"])
+        self.base_lr = float(ppo_cfg["lr"])
+        self.lr_schedule = str(ppo_cfg["lr_schedule"])
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(
+                f"unknown ppo.lr_schedule '{self.lr_schedule}'; valid choices: {', '.join(LR_SCHEDULES)}"
+            )
+        self.total_updates = int(total_updates)
+        self.grad_sync = grad_sync
+
+        device = next(actor_critic.parameters()).device
+        self.entropy_coef = entropy_coefficient_from_config(ppo_cfg["entropy"], actor_critic.action_space).to(
+            device
+        )
+        self.trainable_params = [p for p in actor_critic.parameters() if p.requires_grad]
+        if self.entropy_coef.learned:
+            self.trainable_params.append(self.entropy_coef.log_alpha)
+        self.optimizer = torch.optim.Adam(self.trainable_params, lr=self.base_lr, eps=float(ppo_cfg["eps"]))
+
+        if seed is None:
+            seed = int(torch.randint(0, 2**62, (1,)).item())  # follows torch.manual_seed
+        self.generator = torch.Generator().manual_seed(seed)
+        self.num_updates = 0
+
+    # ------------------------------------------------------------------ schedule and state
+    @property
+    def policy_version(self) -> int:
+        return self.num_updates
+
+    def lr_at(self, update: int) -> float:
+        """Learning rate used by update number `update` (0-based): cosine from lr to 0 at total_updates."""
+        if self.lr_schedule == "constant" or self.total_updates <= 0:
+            return self.base_lr
+        progress = min(update, self.total_updates) / self.total_updates
+        return self.base_lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def state_dict(self) -> dict:
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "entropy_coef": self.entropy_coef.state_dict(),
+            "num_updates": self.num_updates,
+            "total_updates": self.total_updates,
+            "generator": self.generator.get_state(),
+        }
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.entropy_coef.load_state_dict(state["entropy_coef"])
+        self.num_updates = int(state["num_updates"])
+        self.total_updates = int(state["total_updates"])
+        self.generator.set_state(state["generator"])
+
+    # ------------------------------------------------------------------ the update
+    def update(self, rollout: Rollout) -> dict[str, float]:
+        """One PPO update (ppo_epoch epochs of num_mini_batch mini-batches) on `rollout`."""
+        ac = self.actor_critic
+        device = next(ac.parameters()).device
+        rollout = rollout.to(device)
+        with torch.no_grad():
+            advantages, returns = compute_gae(rollout, self.gamma, self.gae_lambda)
+            if self.normalize_advantage:
+                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            if self.use_importance_weights:
+                weights = rollout.importance_weights().to(device)
+            else:
+                weights = torch.ones(len(rollout), device=device)
+            lag = (self.num_updates - rollout.policy_version).float()
+
+        lr = self.lr_at(self.num_updates)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+        ac.train()
+        totals = {
+            name: 0.0
+            for name in ("value_loss", "action_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm")
+        }
+        steps = 0
+        for _ in range(self.ppo_epoch):
+            for mb in build_minibatches(rollout, self.num_mini_batch, self.generator):
+                rows = mb.rows.to(device)
+                out = ac.evaluate(
+                    {k: v[rows] for k, v in rollout.obs.items()},
+                    rollout.actions[rows],
+                    rollout.hidden[mb.seq_first_rows.to(device)],
+                    mb.seq_lengths,
+                )
+                w = weights[rows]
+                adv = advantages[rows]
+                log_ratio = out.log_prob - rollout.log_probs[rows]
+                ratio = log_ratio.exp()
+                surrogate = torch.min(
+                    ratio * adv, ratio.clamp(1 - self.clip_param, 1 + self.clip_param) * adv
+                )
+                action_loss = (w * -surrogate).mean()
+                value_loss = (w * self.value_error(out.value, rollout.values[rows], returns[rows])).mean()
+                entropy = (w * out.entropy).mean()
+                alpha = self.entropy_coef.value()
+                loss = (
+                    action_loss
+                    + self.value_loss_coef * value_loss
+                    - alpha * entropy
+                    + self.entropy_coef.loss(entropy)
+                )
+
+                self.optimizer.zero_grad()
+                loss.backward()
+                if self.grad_sync is not None:
+                    self.grad_sync(self.trainable_params)
+                grad_norm = nn.utils.clip_grad_norm_(ac.parameters(), self.max_grad_norm)
+                self.optimizer.step()
+                self.entropy_coef.project_into_bounds()
+
+                with torch.no_grad():
+                    totals["value_loss"] += value_loss.item()
+                    totals["action_loss"] += action_loss.item()
+                    totals["entropy"] += entropy.item()
+                    totals["approx_kl"] += ((ratio - 1) - log_ratio).mean().item()
+                    totals["clip_fraction"] += ((ratio - 1).abs() > self.clip_param).float().mean().item()
+                    totals["grad_norm"] += float(grad_norm)
+                steps += 1
+
+        self.num_updates += 1
+        stats = {f"learner/{k}": v / max(steps, 1) for k, v in totals.items()}
+        var_returns = returns.var()
+        stats.update(
+            {
+                "learner/entropy_coef": float(self.entropy_coef.value()),
+                "learner/entropy_target": self.entropy_coef.target,
+                "learner/is_weight_min": float(weights.min()),
+                "learner/is_weight_mean": float(weights.mean()),
+                "learner/is_weight_max": float(weights.max()),
+                "learner/policy_lag_mean": float(lag.mean()),
+                "learner/policy_lag_max": float(lag.max()),
+                "learner/fraction_stale": float((lag > 0).float().mean()),
+                "learner/lr": lr,
+                "learner/explained_variance": float(1 - (returns - rollout.values).var() / var_returns)
+                if var_returns > 0
+                else 0.0,
+            }
+        )
+        return stats
+
+    def value_error(
+        self, values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor
+    ) -> torch.Tensor:
+        """Per-row value loss 0.5 (V - R)^2, or PPO2's clipped max form (gradient kept on both branches)."""
+        unclipped = (values - returns).pow(2)
+        if not self.use_clipped_value_loss:
+            return 0.5 * unclipped
+        clipped_values = old_values + (values - old_values).clamp(-self.clip_param, self.clip_param)
+        return 0.5 * torch.max(unclipped, (clipped_values - returns).pow(2))
