@@ -8,7 +8,9 @@ every measure (contact force, distances, joint states) plus the task's own entri
 
 The env is constructible from plain, picklable arguments and builds the sim (and its GL context)
 lazily on the first `reset`, so it can be created inside forkserver/spawn worker processes.
-Registered ids are listed in `ENV_SPECS`; `register_envs()` registers them with Gymnasium.
+Registered ids are listed in `ENV_SPECS`; `register_envs()` registers them with Gymnasium (importing
+`rearrange` does). In a fresh worker process use the module prefix so Gymnasium imports the package:
+`functools.partial(gymnasium.make, "rearrange:rearrange/Pick-v0", episodes=path)`.
 """
 
 from __future__ import annotations
@@ -110,6 +112,8 @@ class RearrangeEnv(gymnasium.Env):
     # ------------------------------------------------------------------ gymnasium API
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start the next episode: sampled with the env's RNG ("sample") or in order ("cycle"; a
+        seed restarts the cycle at episode 0); `options={"episode_index": i}` picks one directly."""
         super().reset(seed=seed)
         if seed is not None:
             self._episode_cursor = 0

@@ -254,11 +254,18 @@ def save_episodes(path: str | os.PathLike, episodes: Sequence[Episode], *, kind:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_current_umask())  # mkstemp makes 0600; use the usual file mode
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def load_dataset(path: str | os.PathLike) -> dict[str, Any]:

@@ -211,11 +211,14 @@ class _LayoutContext:
     def spawn_near(self, rng: np.random.Generator, target_xy: np.ndarray,
                    poses: Mapping[str, tuple[np.ndarray, np.ndarray]], art_states: Mapping[str, float],
                    grasped: str | None = None) -> dict[str, Any] | None:
-        """habitat _get_robot_spawns: navigable point within max_dist of the target, facing it + noise."""
+        """habitat _get_robot_spawns: navigable point within max_dist of the target, facing it + noise.
+
+        habitat grows its search radius on retries but still rejects points farther than max_dist,
+        so we sample within max_dist only.
+        """
         sp = self.cfg["spawn"]
-        for attempt in range(int(sp["attempts"])):
-            radius = sp["max_dist"] + sp["dist_delta"] * (attempt // int(sp["attempts_per_radius"]))
-            xy = self.navmap.sample_navigable(rng, near=target_xy, radius=radius)
+        for _ in range(int(sp["attempts"])):
+            xy = self.navmap.sample_navigable(rng, near=target_xy, radius=sp["max_dist"])
             if xy is None:
                 continue
             d = target_xy - xy

@@ -138,7 +138,11 @@ class _Builder:
 
     def solid(self, name: str, x0: float, y0: float, z0: float, x1: float, y1: float, z1: float) -> None:
         self.furniture.append(
-            Box(name, ((x0 + x1) / 2, (y0 + y1) / 2, (z0 + z1) / 2), ((x1 - x0) / 2, (y1 - y0) / 2, (z1 - z0) / 2))
+            Box(
+                name,
+                ((x0 + x1) / 2, (y0 + y1) / 2, (z0 + z1) / 2),
+                ((x1 - x0) / 2, (y1 - y0) / 2, (z1 - z0) / 2),
+            )
         )
 
     def footprint(self, name: str, rect: tuple[float, float, float, float], height: float) -> None:
@@ -153,7 +157,9 @@ class _Builder:
         return not any(_rect_overlap(grown, r) for r in self.occupied + self.keep_clear)
 
 
-def _front_zone(rect: tuple[float, float, float, float], side: str, depth: float) -> tuple[float, float, float, float]:
+def _front_zone(
+    rect: tuple[float, float, float, float], side: str, depth: float
+) -> tuple[float, float, float, float]:
     """The rectangle of floor of `depth` in front of `rect` on `side` (n/s/e/w)."""
     x0, y0, x1, y1 = rect
     return {
@@ -210,10 +216,17 @@ def _kitchen(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth:
     inner_cx, inner_cy = fx0 + fw / 2, (fy0 + fy1 - t) / 2
     for i, z in enumerate(shelf_z[:2]):
         b.receptacles[f"fridge_shelf_{i}"] = Receptacle(
-            f"fridge_shelf_{i}", "fridge", (inner_cx, inner_cy, z), (fw / 2 - t - 0.06, (fd - t) / 2 - 0.08), 0.0, "fridge"
+            f"fridge_shelf_{i}",
+            "fridge",
+            (inner_cx, inner_cy, z),
+            (fw / 2 - t - 0.06, (fd - t) / 2 - 0.08),
+            0.0,
+            "fridge",
         )
     door_t = 0.04
-    door = Box("fridge_door", (fx0 + fw / 2, fy0 - door_t / 2, fh / 2 + 0.01), (fw / 2, door_t / 2, fh / 2 - 0.01))
+    door = Box(
+        "fridge_door", (fx0 + fw / 2, fy0 - door_t / 2, fh / 2 + 0.01), (fw / 2, door_t / 2, fh / 2 - 0.01)
+    )
     handle = Box("fridge_handle", (fx0 + fw - 0.08, fy0 - door_t - 0.025, 1.0), (0.015, 0.025, 0.12))
     b.articulated["fridge"] = Articulated(
         name="fridge",
@@ -259,11 +272,31 @@ def _kitchen(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth:
         front_y = cy0
         bottom = band0 + 0.01
         parts = (
-            Box(f"drawer_{i}_front", (bxc, front_y + 0.01, (band0 + band1) / 2), (w / 2, 0.01, (band1 - band0) / 2 - 0.005)),
-            Box(f"drawer_{i}_bottom", (bxc, front_y + 0.02 + depth_d / 2, bottom + 0.0075), (w / 2, depth_d / 2, 0.0075)),
-            Box(f"drawer_{i}_back", (bxc, front_y + 0.02 + depth_d - 0.0075, bottom + 0.11), (w / 2, 0.0075, 0.11)),
-            Box(f"drawer_{i}_lside", (bx0 + 0.005 + 0.0075, front_y + 0.02 + depth_d / 2, bottom + 0.11), (0.0075, depth_d / 2, 0.11)),
-            Box(f"drawer_{i}_rside", (bx1 - 0.005 - 0.0075, front_y + 0.02 + depth_d / 2, bottom + 0.11), (0.0075, depth_d / 2, 0.11)),
+            Box(
+                f"drawer_{i}_front",
+                (bxc, front_y + 0.01, (band0 + band1) / 2),
+                (w / 2, 0.01, (band1 - band0) / 2 - 0.005),
+            ),
+            Box(
+                f"drawer_{i}_bottom",
+                (bxc, front_y + 0.02 + depth_d / 2, bottom + 0.0075),
+                (w / 2, depth_d / 2, 0.0075),
+            ),
+            Box(
+                f"drawer_{i}_back",
+                (bxc, front_y + 0.02 + depth_d - 0.0075, bottom + 0.11),
+                (w / 2, 0.0075, 0.11),
+            ),
+            Box(
+                f"drawer_{i}_lside",
+                (bx0 + 0.005 + 0.0075, front_y + 0.02 + depth_d / 2, bottom + 0.11),
+                (0.0075, depth_d / 2, 0.11),
+            ),
+            Box(
+                f"drawer_{i}_rside",
+                (bx1 - 0.005 - 0.0075, front_y + 0.02 + depth_d / 2, bottom + 0.11),
+                (0.0075, depth_d / 2, 0.11),
+            ),
         )
         handle = Box(f"drawer_{i}_handle", (bxc, front_y - 0.02, 0.76), (0.08, 0.02, 0.012))
         name = f"drawer_{i}"
@@ -280,14 +313,24 @@ def _kitchen(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth:
             handle_box=handle,
         )
         b.receptacles[name] = Receptacle(
-            name, "drawer", (bxc, front_y + 0.02 + depth_d / 2, bottom + 0.015), (w / 2 - 0.05, depth_d / 2 - 0.06), 0.0, name
+            name,
+            "drawer",
+            (bxc, front_y + 0.02 + depth_d / 2, bottom + 0.015),
+            (w / 2 - 0.05, depth_d / 2 - 0.06),
+            0.0,
+            name,
         )
         xcur = bx1
     b.solid(f"counter_divider_{n_drawers}", xcur, cy0, band0, xcur + div, cy1 - 0.02, band1)
     if cx1 - (xcur + div) > 0.01:
         b.solid("counter_block", xcur + div, cy0, band0, cx1, cy1 - 0.02, band1)
     b.receptacles["counter_0"] = Receptacle(
-        "counter_0", "counter", ((cx0 + cx1) / 2, (cy0 + cy1) / 2, ch), (length / 2 - 0.06, cd / 2 - 0.08), 0.0, None
+        "counter_0",
+        "counter",
+        ((cx0 + cx1) / 2, (cy0 + cy1) / 2, ch),
+        (length / 2 - 0.06, cd / 2 - 0.08),
+        0.0,
+        None,
     )
     crect = (cx0 - 0.01, cy0 - 0.02, cx1, cy1)
     b.footprint("counter_0", crect, ch)
@@ -302,14 +345,21 @@ def _dining(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: 
     tx0, tx1, ty0, ty1 = cx - tw / 2, cx + tw / 2, cy - td / 2, cy + td / 2
     name = b.next_name("table")
     b.solid(f"{name}_top", tx0, ty0, th - 0.04, tx1, ty1, th)
-    for k, (lx, ly) in enumerate([(tx0 + 0.05, ty0 + 0.05), (tx1 - 0.05, ty0 + 0.05), (tx0 + 0.05, ty1 - 0.05), (tx1 - 0.05, ty1 - 0.05)]):
+    for k, (lx, ly) in enumerate(
+        [
+            (tx0 + 0.05, ty0 + 0.05),
+            (tx1 - 0.05, ty0 + 0.05),
+            (tx0 + 0.05, ty1 - 0.05),
+            (tx1 - 0.05, ty1 - 0.05),
+        ]
+    ):
         b.solid(f"{name}_leg_{k}", lx - 0.03, ly - 0.03, 0.0, lx + 0.03, ly + 0.03, th - 0.04)
     b.receptacles[name] = Receptacle(name, "table", (cx, cy, th), (tw / 2 - 0.08, td / 2 - 0.08), 0.0, None)
     trect = (tx0, ty0, tx1, ty1)
     b.footprint(name, trect, th)
     b.keep_clear.append(_front_zone(trect, "s", 1.2))
-    n_chairs = int(rng.integers(2, 4))
-    xs = np.linspace(tx0 + 0.3, tx1 - 0.3, n_chairs)
+    n_chairs = min(int(rng.integers(2, 4)), int((tw + 0.05) // 0.5))
+    xs = cx + (np.arange(n_chairs) - (n_chairs - 1) / 2) * 0.5
     for xc in xs:
         _chair(b, float(xc), ty1 + 0.1 + 0.22, np.pi)
 
@@ -334,7 +384,14 @@ def _living(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: 
     sx0 = sx1 - sw
     b.solid("sofa_0_base", sx0, ys, 0.0, sx1, ys + sd, 0.45)
     b.solid("sofa_0_back", sx0, ys, 0.45, sx1, ys + 0.2, 0.85)
-    b.receptacles["sofa_0"] = Receptacle("sofa_0", "sofa", ((sx0 + sx1) / 2, ys + 0.2 + (sd - 0.2) / 2, 0.45), (sw / 2 - 0.15, (sd - 0.2) / 2 - 0.1), 0.0, None)
+    b.receptacles["sofa_0"] = Receptacle(
+        "sofa_0",
+        "sofa",
+        ((sx0 + sx1) / 2, ys + 0.2 + (sd - 0.2) / 2, 0.45),
+        (sw / 2 - 0.15, (sd - 0.2) / 2 - 0.1),
+        0.0,
+        None,
+    )
     srect = (sx0, ys, sx1, ys + sd)
     b.footprint("sofa_0", srect, 0.85)
     b.keep_clear.append(_front_zone(srect, "n", 0.9))
@@ -343,8 +400,18 @@ def _living(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: 
     ccx = (sx0 + sx1) / 2
     cy0 = ys + sd + 0.9
     b.solid("coffee_table_0_top", ccx - cw / 2, cy0, ch - 0.04, ccx + cw / 2, cy0 + cd, ch)
-    b.solid("coffee_table_0_base", ccx - cw / 2 + 0.1, cy0 + 0.1, 0.0, ccx + cw / 2 - 0.1, cy0 + cd - 0.1, ch - 0.04)
-    b.receptacles["coffee_table_0"] = Receptacle("coffee_table_0", "coffee_table", (ccx, cy0 + cd / 2, ch), (cw / 2 - 0.06, cd / 2 - 0.06), 0.0, None)
+    b.solid(
+        "coffee_table_0_base",
+        ccx - cw / 2 + 0.1,
+        cy0 + 0.1,
+        0.0,
+        ccx + cw / 2 - 0.1,
+        cy0 + cd - 0.1,
+        ch - 0.04,
+    )
+    b.receptacles["coffee_table_0"] = Receptacle(
+        "coffee_table_0", "coffee_table", (ccx, cy0 + cd / 2, ch), (cw / 2 - 0.06, cd / 2 - 0.06), 0.0, None
+    )
     crect = (ccx - cw / 2, cy0, ccx + cw / 2, cy0 + cd)
     b.footprint("coffee_table_0", crect, ch)
     b.keep_clear.append(_front_zone(crect, "n", 0.9))
@@ -353,7 +420,9 @@ def _living(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: 
     tcx = ccx
     b.solid("tv_stand_0_body", tcx - tw / 2, yn - td, 0.0, tcx + tw / 2, yn, th)
     b.solid("tv_0", tcx - 0.5, yn - 0.1, th, tcx + 0.5, yn - 0.04, th + 0.6)
-    b.receptacles["tv_stand_0"] = Receptacle("tv_stand_0", "tv_stand", (tcx, yn - td / 2 - 0.06, th), (tw / 2 - 0.08, td / 2 - 0.12), 0.0, None)
+    b.receptacles["tv_stand_0"] = Receptacle(
+        "tv_stand_0", "tv_stand", (tcx, yn - td / 2 - 0.06, th), (tw / 2 - 0.08, td / 2 - 0.12), 0.0, None
+    )
     trect = (tcx - tw / 2, yn - td, tcx + tw / 2, yn)
     b.footprint("tv_stand_0", trect, th + 0.6)
     b.keep_clear.append(_front_zone(trect, "s", 0.9))
@@ -370,7 +439,14 @@ def _shelves(b: _Builder, rng: np.random.Generator, wall_coord: float, along: fl
     name = b.next_name("shelves")
     x0, y0, x1, y1 = rect
     b.solid(f"{name}_body", x0, y0, 0.0, x1, y1, h)
-    b.receptacles[name] = Receptacle(name, "shelf", ((x0 + x1) / 2, (y0 + y1) / 2, h), ((x1 - x0) / 2 - 0.06, (y1 - y0) / 2 - 0.06), 0.0, None)
+    b.receptacles[name] = Receptacle(
+        name,
+        "shelf",
+        ((x0 + x1) / 2, (y0 + y1) / 2, h),
+        ((x1 - x0) / 2 - 0.06, (y1 - y0) / 2 - 0.06),
+        0.0,
+        None,
+    )
     b.footprint(name, rect, h)
     b.keep_clear.append(_front_zone(rect, _opposite(side), FRONT_CLEARANCE))
     return True
@@ -380,7 +456,9 @@ def _opposite(side: str) -> str:
     return {"n": "s", "s": "n", "e": "w", "w": "e"}[side]
 
 
-def _against_wall_rect(wall_coord: float, along: float, side: str, w: float, d: float) -> tuple[float, float, float, float]:
+def _against_wall_rect(
+    wall_coord: float, along: float, side: str, w: float, d: float
+) -> tuple[float, float, float, float]:
     """Footprint of a piece of width `w` (along the wall) and depth `d` touching the wall on `side`."""
     if side == "w":
         return (wall_coord, along - w / 2, wall_coord + d, along + w / 2)
@@ -409,7 +487,9 @@ def _side_table(b: _Builder, rng: np.random.Generator, center: Vec2) -> bool:
         return False
     name = b.next_name("table")
     b.solid(f"{name}_body", *rect[:2], 0.0, *rect[2:], h)
-    b.receptacles[name] = Receptacle(name, "table", (center[0], center[1], h), (s - 0.05, s - 0.05), 0.0, None)
+    b.receptacles[name] = Receptacle(
+        name, "table", (center[0], center[1], h), (s - 0.05, s - 0.05), 0.0, None
+    )
     b.footprint(name, rect, h)
     return True
 
@@ -431,8 +511,13 @@ def _clutter(b: _Builder, rng: np.random.Generator, rooms: list[Room], count: in
         if kind == "shelves":
             placed += _shelves(b, rng, wall, along, side)
             continue
-        w, d, h = {"plant": (0.4, 0.4, 1.1), "bookcase": (0.8, 0.32, 1.8), "cabinet": (0.9, 0.45, 0.8),
-                   "side_table": (0.5, 0.5, 0.55), "armchair": (0.8, 0.8, 0.8)}[kind]
+        w, d, h = {
+            "plant": (0.4, 0.4, 1.1),
+            "bookcase": (0.8, 0.32, 1.8),
+            "cabinet": (0.9, 0.45, 0.8),
+            "side_table": (0.5, 0.5, 0.55),
+            "armchair": (0.8, 0.8, 0.8),
+        }[kind]
         rect = _against_wall_rect(wall, along, side, w, d)
         if not b.is_free(rect):
             continue
@@ -459,7 +544,10 @@ def generate_layout(seed: int) -> ApartmentLayout:
     total = float(xs[-1])
     b = _Builder()
     h = WALL_THICKNESS / 2
-    rooms = [Room(f"{k}_0", k, ((float(xs[i]) + h, h), (float(xs[i + 1]) - h, depth - h))) for i, k in enumerate(kinds)]
+    rooms = [
+        Room(f"{k}_0", k, ((float(xs[i]) + h, h), (float(xs[i + 1]) - h, depth - h)))
+        for i, k in enumerate(kinds)
+    ]
 
     _add_wall(b, "wall_south", (0.0, 0.0), (total, 0.0), [])
     _add_wall(b, "wall_north", (0.0, depth), (total, depth), [])
@@ -470,8 +558,21 @@ def generate_layout(seed: int) -> ApartmentLayout:
             door_y = float(rng.uniform(depth / 2 + 0.2, depth - 1.3 - DOOR_WIDTH / 2))
         else:
             door_y = float(rng.uniform(1.0, depth / 2 - 0.2))
-        _add_wall(b, f"wall_{i}", (float(xs[i]), 0.0), (float(xs[i]), depth), [(door_y - DOOR_WIDTH / 2, door_y + DOOR_WIDTH / 2)])
-        b.keep_clear.append((float(xs[i]) - 1.4, door_y - DOOR_WIDTH / 2 - 0.1, float(xs[i]) + 1.4, door_y + DOOR_WIDTH / 2 + 0.1))
+        _add_wall(
+            b,
+            f"wall_{i}",
+            (float(xs[i]), 0.0),
+            (float(xs[i]), depth),
+            [(door_y - DOOR_WIDTH / 2, door_y + DOOR_WIDTH / 2)],
+        )
+        b.keep_clear.append(
+            (
+                float(xs[i]) - 1.4,
+                door_y - DOOR_WIDTH / 2 - 0.1,
+                float(xs[i]) + 1.4,
+                door_y + DOOR_WIDTH / 2 + 0.1,
+            )
+        )
 
     builders = {"kitchen": _kitchen, "dining": _dining, "living": _living, "bedroom": _bedroom}
     for i, k in enumerate(kinds):

@@ -34,23 +34,35 @@ class ObjectKind:
     is_bowl: bool = False
 
 
-def _box(name: str, dx: float, dy: float, dz: float, mass: float, rgba: tuple[float, float, float, float]) -> ObjectKind:
-    return ObjectKind(name, (Primitive("box", (dx / 2, dy / 2, dz / 2)),), mass, rgba, dz / 2, 0.5 * (dx**2 + dy**2) ** 0.5)
+def _box(
+    name: str, dx: float, dy: float, dz: float, mass: float, rgba: tuple[float, float, float, float]
+) -> ObjectKind:
+    return ObjectKind(
+        name, (Primitive("box", (dx / 2, dy / 2, dz / 2)),), mass, rgba, dz / 2, 0.5 * (dx**2 + dy**2) ** 0.5
+    )
 
 
-def _cyl(name: str, diameter: float, height: float, mass: float, rgba: tuple[float, float, float, float]) -> ObjectKind:
-    return ObjectKind(name, (Primitive("cylinder", (diameter / 2, height / 2)),), mass, rgba, height / 2, diameter / 2)
+def _cyl(
+    name: str, diameter: float, height: float, mass: float, rgba: tuple[float, float, float, float]
+) -> ObjectKind:
+    return ObjectKind(
+        name, (Primitive("cylinder", (diameter / 2, height / 2)),), mass, rgba, height / 2, diameter / 2
+    )
 
 
 def _fruit(name: str, diameter: float, mass: float, rgba: tuple[float, float, float, float]) -> ObjectKind:
-    return ObjectKind(name, (Primitive("sphere", (diameter / 2,)),), mass, rgba, diameter / 2, diameter / 2, is_fruit=True)
+    return ObjectKind(
+        name, (Primitive("sphere", (diameter / 2,)),), mass, rgba, diameter / 2, diameter / 2, is_fruit=True
+    )
 
 
 def _bowl() -> ObjectKind:
     """YCB 024_bowl: 159 mm wide, 53 mm tall, 147 g; a flat bottom disc and four rim boxes."""
     r, h, t = 0.0795, 0.053, 0.008
     geoms = [Primitive("cylinder", (0.05, t / 2), (0.0, 0.0, -h / 2 + t / 2))]
-    for k, (x, y, yaw) in enumerate([(r - t, 0.0, 0.0), (-(r - t), 0.0, 0.0), (0.0, r - t, 1.5708), (0.0, -(r - t), 1.5708)]):
+    for k, (x, y, yaw) in enumerate(
+        [(r - t, 0.0, 0.0), (-(r - t), 0.0, 0.0), (0.0, r - t, 1.5708), (0.0, -(r - t), 1.5708)]
+    ):
         del k
         geoms.append(Primitive("box", (t / 2, r * 0.72, h / 2 - t / 2), (x, y, t / 2), (0.0, 0.0, yaw)))
     return ObjectKind("bowl", tuple(geoms), 0.147, (0.85, 0.25, 0.2, 1.0), h / 2, r, is_bowl=True)
@@ -66,8 +78,13 @@ def _mug() -> ObjectKind:
 def _banana() -> ObjectKind:
     """YCB 011_banana: about 190 mm long, 36 mm thick, 66 g; a capsule lying along x."""
     return ObjectKind(
-        "banana", (Primitive("capsule", (0.018, 0.077), euler=(0.0, 1.5708, 0.0)),), 0.066, (0.95, 0.85, 0.2, 1.0),
-        0.018, 0.095, is_fruit=True,
+        "banana",
+        (Primitive("capsule", (0.018, 0.077), euler=(0.0, 1.5708, 0.0)),),
+        0.066,
+        (0.95, 0.85, 0.2, 1.0),
+        0.018,
+        0.095,
+        is_fruit=True,
     )
 
 

@@ -75,14 +75,21 @@ class SceneRenderer:
 
     def _check_size(self, width: int, height: int) -> None:
         if width > self._w or height > self._h or width < 1 or height < 1:
-            raise ValueError(f"frame size {width}x{height} outside 1..{self._w}x{self._h} (raise render.offscreen_max)")
+            raise ValueError(
+                f"frame size {width}x{height} outside 1..{self._w}x{self._h} (raise render.offscreen_max)"
+            )
 
-    def depth(self, data: mujoco.MjData, camera: mujoco.MjvCamera, width: int, height: int, max_depth: float) -> np.ndarray:
+    def depth(
+        self, data: mujoco.MjData, camera: mujoco.MjvCamera, width: int, height: int, max_depth: float
+    ) -> np.ndarray:
         """Linear depth in metres, (height, width, 1) float32, clipped to [0, max_depth]."""
         self._check_size(width, height)
         self._ctx.make_current()
-        mujoco.mjv_updateScene(self.model, data, self._opt, self._pert, camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene)
+        mujoco.mjv_updateScene(
+            self.model, data, self._opt, self._pert, camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene
+        )
         self._set_flags(False)
+        self._scene.nlight = 0  # lighting does not change depth; skipping it saves fragment work
         viewport = mujoco.MjrRect(0, 0, width, height)
         mujoco.mjr_render(viewport, self._scene, self._mjr)
         if self._depth_buf is None or self._depth_buf.shape != (height, width):
@@ -113,7 +120,9 @@ class SceneRenderer:
         """
         self._check_size(width, height)
         self._ctx.make_current()
-        mujoco.mjv_updateScene(self.model, data, self._opt, self._pert, camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene)
+        mujoco.mjv_updateScene(
+            self.model, data, self._opt, self._pert, camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene
+        )
         self._set_flags(shadows)
         if see_through is not None:
             for i in range(self._scene.ngeom):
@@ -156,7 +165,9 @@ def fixed_camera(model: mujoco.MjModel, name: str) -> mujoco.MjvCamera:
     return cam
 
 
-def free_camera(lookat: Sequence[float], distance: float, azimuth_deg: float, elevation_deg: float) -> mujoco.MjvCamera:
+def free_camera(
+    lookat: Sequence[float], distance: float, azimuth_deg: float, elevation_deg: float
+) -> mujoco.MjvCamera:
     """A free camera looking at `lookat` from `distance`, azimuth 0 = looking along +x."""
     cam = mujoco.MjvCamera()
     cam.type = mujoco.mjtCamera.mjCAMERA_FREE

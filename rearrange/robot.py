@@ -42,7 +42,9 @@ CAMERA_FROM_TILT = (0.055, 0.0, 0.0225)
 # Rest pose: the end effector at habitat's resting position [0.5, 0, 1.0] in the base frame (default
 # torso lift 0.3), suction cup pointing down, elbow out to the right so the head camera sees past the arm;
 # computed once with damped least-squares IK (position + downward gripper + low elbow), within limits.
-REST_ARM_QPOS: np.ndarray = np.array([-0.6579, -0.2822, 2.0099, 1.6993, -1.1848, 1.9494, 0.2681], dtype=np.float64)
+REST_ARM_QPOS: np.ndarray = np.array(
+    [-0.6579, -0.2822, 2.0099, 1.6993, -1.1848, 1.9494, 0.2681], dtype=np.float64
+)
 
 GRIPPER_BODY = "gripper"
 EE_SITE = "ee"
@@ -99,7 +101,9 @@ def robot_body_xml(cfg: Mapping, contype: int, conaffinity: int) -> str:
                 f'mass="{mass:.6g}" {col} {grey if i % 2 else light}/>'
             )
         else:
-            lines.append(f'{indent}  <geom name="{link}_geom" type="sphere" size="{rad:.4g}" mass="{mass:.6g}" {col} {light}/>')
+            lines.append(
+                f'{indent}  <geom name="{link}_geom" type="sphere" size="{rad:.4g}" mass="{mass:.6g}" {col} {light}/>'
+            )
         indent += "  "
     sr = float(suction["radius"])
     lines += [

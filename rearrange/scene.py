@@ -53,7 +53,9 @@ def _col(c: tuple[int, int]) -> str:
     return f'contype="{c[0]}" conaffinity="{c[1]}"'
 
 
-def _box_geom(box: Box, rgba: str, col: tuple[int, int], offset: Sequence[float] = (0.0, 0.0, 0.0), extra: str = "") -> str:
+def _box_geom(
+    box: Box, rgba: str, col: tuple[int, int], offset: Sequence[float] = (0.0, 0.0, 0.0), extra: str = ""
+) -> str:
     pos = np.asarray(box.center) - np.asarray(offset)
     return (
         f'<geom name="{box.name}" type="box" pos="{_f(pos)}" size="{_f(box.half_size)}" '
@@ -84,7 +86,9 @@ def _colour(name: str) -> str:
     return _COLOURS["default"]
 
 
-def build_scene_xml(layout: ApartmentLayout, object_kinds: Sequence[str], cfg: Mapping) -> tuple[str, SceneNames]:
+def build_scene_xml(
+    layout: ApartmentLayout, object_kinds: Sequence[str], cfg: Mapping
+) -> tuple[str, SceneNames]:
     """MJCF text for the apartment with the robot and one free body per object kind."""
     phys, art_cfg = cfg["physics"], cfg["articulated"]
     kinds = tuple(object_kind(k).name for k in object_kinds)
@@ -96,8 +100,12 @@ def build_scene_xml(layout: ApartmentLayout, object_kinds: Sequence[str], cfg: M
         f'<geom name="floor" type="plane" size="{(xmax - xmin) / 2 + 6:.4g} {(ymax - ymin) / 2 + 6:.4g} 0.1" '
         f'pos="{cx:.4g} {cy:.4g} 0" material="floor_mat" {_col(STATIC_COL)}/>'
     )
-    body.append(f'<light name="sun" directional="true" pos="{cx:.4g} {cy:.4g} 6" dir="0.3 0.2 -1" diffuse="0.6 0.6 0.6" castshadow="true"/>')
-    body.append(f'<light name="fill" directional="true" pos="{cx:.4g} {cy:.4g} 6" dir="-0.3 -0.4 -1" diffuse="0.3 0.3 0.3" castshadow="false"/>')
+    body.append(
+        f'<light name="sun" directional="true" pos="{cx:.4g} {cy:.4g} 6" dir="0.3 0.2 -1" diffuse="0.6 0.6 0.6" castshadow="true"/>'
+    )
+    body.append(
+        f'<light name="fill" directional="true" pos="{cx:.4g} {cy:.4g} 6" dir="-0.3 -0.4 -1" diffuse="0.3 0.3 0.3" castshadow="false"/>'
+    )
     for w in layout.walls:
         body.append(_box_geom(w, _COLOURS["wall"], STATIC_COL))
     for f in layout.furniture:
@@ -121,7 +129,9 @@ def build_scene_xml(layout: ApartmentLayout, object_kinds: Sequence[str], cfg: M
         hb = a.handle_box
         assert hb is not None, f"articulated {a.name} has no handle"
         body.append(f'  <body name="{a.handle}" pos="{_f(np.asarray(hb.center) - jp)}">')
-        body.append(f'    <geom name="{a.handle}_geom" type="box" size="{_f(hb.half_size)}" rgba="0.8 0.1 0.1 1" mass="0.1" {_col(ART_COL)}/>')
+        body.append(
+            f'    <geom name="{a.handle}_geom" type="box" size="{_f(hb.half_size)}" rgba="0.8 0.1 0.1 1" mass="0.1" {_col(ART_COL)}/>'
+        )
         body.append("  </body>")
         body.append("</body>")
         art_names.append(a.name)
@@ -148,15 +158,20 @@ def build_scene_xml(layout: ApartmentLayout, object_kinds: Sequence[str], cfg: M
     body.append(robot_body_xml(cfg, *ROBOT_COL))
 
     sol = f'solref="{_f(cfg["suction"]["solref"])}" solimp="{_f(cfg["suction"]["solimp"])}"'
-    eq = [f'<weld name="grasp_{n}" body1="{GRIPPER_BODY}" body2="{n}" active="false" {sol}/>' for n in obj_names]
-    eq += [f'<connect name="grasp_{h}" body1="{GRIPPER_BODY}" body2="{h}" anchor="0 0 0" active="false" {sol}/>' for h in handles]
+    eq = [
+        f'<weld name="grasp_{n}" body1="{GRIPPER_BODY}" body2="{n}" active="false" {sol}/>' for n in obj_names
+    ]
+    eq += [
+        f'<connect name="grasp_{h}" body1="{GRIPPER_BODY}" body2="{h}" anchor="0 0 0" active="false" {sol}/>'
+        for h in handles
+    ]
 
     flags = '<flag energy="disable"/>'
     xml = f"""<mujoco model="apartment_{layout.seed}">
   <compiler angle="radian" autolimits="true"/>
-  <option timestep="{float(phys['timestep']):.10g}" integrator="{phys['integrator']}" iterations="{int(phys['iterations'])}"
-          ls_iterations="{int(phys['ls_iterations'])}" noslip_iterations="{int(phys['noslip_iterations'])}"
-          cone="{phys['cone']}" impratio="{float(phys['impratio']):.6g}">
+  <option timestep="{float(phys["timestep"]):.10g}" integrator="{phys["integrator"]}" iterations="{int(phys["iterations"])}"
+          ls_iterations="{int(phys["ls_iterations"])}" noslip_iterations="{int(phys["noslip_iterations"])}"
+          cone="{phys["cone"]}" impratio="{float(phys["impratio"]):.6g}">
     {flags}
   </option>
   <size memory="32M"/>
@@ -166,8 +181,8 @@ def build_scene_xml(layout: ApartmentLayout, object_kinds: Sequence[str], cfg: M
     <headlight ambient="0.35 0.35 0.35" diffuse="0.4 0.4 0.4" specular="0 0 0"/>
   </visual>
   <default>
-    <geom condim="{int(phys['condim'])}" friction="{_f(phys['friction'])}" solref="{_f(phys['solref'])}"
-          solimp="{_f(phys['solimp'])}" margin="{float(phys['margin']):.6g}"/>
+    <geom condim="{int(phys["condim"])}" friction="{_f(phys["friction"])}" solref="{_f(phys["solref"])}"
+          solimp="{_f(phys["solimp"])}" margin="{float(phys["margin"]):.6g}"/>
   </default>
   <asset>
     <texture name="floor_tex" type="2d" builtin="checker" rgb1="0.78 0.74 0.68" rgb2="0.72 0.68 0.62" width="256" height="256"/>
@@ -184,5 +199,7 @@ def build_scene_xml(layout: ApartmentLayout, object_kinds: Sequence[str], cfg: M
   </actuator>
 </mujoco>
 """
-    names = SceneNames(tuple(obj_names), kinds, tuple(art_names), tuple(handles), tuple(welds), tuple(connects))
+    names = SceneNames(
+        tuple(obj_names), kinds, tuple(art_names), tuple(handles), tuple(welds), tuple(connects)
+    )
     return xml, names

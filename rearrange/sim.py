@@ -42,7 +42,9 @@ class RearrangeSim:
 
     REST_ARM_QPOS: np.ndarray = robot_mjcf.REST_ARM_QPOS
 
-    def __init__(self, layout: ApartmentLayout, object_kinds: Sequence[str], cfg: Mapping | None = None) -> None:
+    def __init__(
+        self, layout: ApartmentLayout, object_kinds: Sequence[str], cfg: Mapping | None = None
+    ) -> None:
         self.cfg = load_sim_config(cfg)
         self.layout = layout
         xml, names = build_scene_xml(layout, object_kinds, self.cfg)
@@ -66,7 +68,9 @@ class RearrangeSim:
         arm_j = [jid(n) for n in robot_mjcf.ARM_JOINTS]
         self._arm_qadr = np.array([m.jnt_qposadr[j] for j in arm_j])
         self._arm_dadr = np.array([m.jnt_dofadr[j] for j in arm_j])
-        self._arm_act = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, f"{n}_servo") for n in robot_mjcf.ARM_JOINTS])
+        self._arm_act = np.array(
+            [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, f"{n}_servo") for n in robot_mjcf.ARM_JOINTS]
+        )
         self.arm_limits = np.array([m.jnt_range[j] for j in arm_j], dtype=np.float64)
         self._base_qadr = np.array([m.jnt_qposadr[jid(n)] for n in ("base_x", "base_y", "base_yaw")])
         self._base_dadr = np.array([m.jnt_dofadr[jid(n)] for n in ("base_x", "base_y", "base_yaw")])
@@ -95,11 +99,18 @@ class RearrangeSim:
         self.art_names: tuple[str, ...] = names.articulated
         self._art_qadr = {n: m.jnt_qposadr[jid(f"{n}_joint")] for n in names.articulated}
         self._art_dadr = {n: m.jnt_dofadr[jid(f"{n}_joint")] for n in names.articulated}
-        self._art_range = {n: tuple(float(v) for v in m.jnt_range[jid(f"{n}_joint")]) for n in names.articulated}
+        self._art_range = {
+            n: tuple(float(v) for v in m.jnt_range[jid(f"{n}_joint")]) for n in names.articulated
+        }
         self._handle_body = {h: bid(h) for h in names.handles}
-        self._handle_geom = {h: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{h}_geom") for h in names.handles}
+        self._handle_geom = {
+            h: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{h}_geom") for h in names.handles
+        }
         self._handle_contype = {h: int(m.geom_contype[g]) for h, g in self._handle_geom.items()}
-        eq = {n: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_EQUALITY, n) for n in names.object_welds + names.handle_connects}
+        eq = {
+            n: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_EQUALITY, n)
+            for n in names.object_welds + names.handle_connects
+        }
         self._grasp_eq = {n: eq[f"grasp_{n}"] for n in names.objects + names.handles}
 
         obstacles = layout.obstacles_2d()
@@ -170,13 +181,17 @@ class RearrangeSim:
                 if not self._attach_if_touching(only=grasped):
                     raise ValueError(f"cannot start grasping {grasped!r}: the suction cup does not touch it")
             else:
-                raise ValueError(f"unknown grasp target {grasped!r}; valid: {', '.join(self.object_names + tuple(self._handle_body))}")
+                raise ValueError(
+                    f"unknown grasp target {grasped!r}; valid: {', '.join(self.object_names + tuple(self._handle_body))}"
+                )
             mujoco.mj_forward(m, d)
 
     def step(self, arm: Sequence[float], grip: float | None, base: Sequence[float]) -> None:
         """One policy step: arm joint deltas in [-1, 1], grip (>= 0 grasp, < 0 release, None keep), base (lin, ang)."""
         m, d = self.model, self.data
-        delta = np.clip(np.asarray(arm, dtype=np.float64), -1.0, 1.0) * float(self.cfg["arm"]["delta_per_step"])
+        delta = np.clip(np.asarray(arm, dtype=np.float64), -1.0, 1.0) * float(
+            self.cfg["arm"]["delta_per_step"]
+        )
         self._arm_target = np.clip(self._arm_target + delta, self.arm_limits[:, 0], self.arm_limits[:, 1])
         d.ctrl[self._arm_act] = self._arm_target
         if grip is not None:
@@ -193,7 +208,9 @@ class RearrangeSim:
         vel = np.array([*(new_xy - start_xy), new_yaw - start_yaw]) / (self._n_sub * m.opt.timestep)
         for k in range(self._n_sub):
             f = k / self._n_sub
-            self._set_base_state(start_xy + f * (new_xy - start_xy), start_yaw + f * (new_yaw - start_yaw), vel)
+            self._set_base_state(
+                start_xy + f * (new_xy - start_xy), start_yaw + f * (new_yaw - start_yaw), vel
+            )
             mujoco.mj_step(m, d)
             force += self._robot_contact_force()
         self.robot_contact_force = force / self._n_sub
@@ -316,7 +333,9 @@ class RearrangeSim:
         ee = self.ee_pos
         out = []
         for name, geoms in self._obj_geoms.items():
-            if (only is None or only == name) and np.linalg.norm(self.data.xpos[self._obj_body[name]] - ee) < 0.4:
+            if (only is None or only == name) and np.linalg.norm(
+                self.data.xpos[self._obj_body[name]] - ee
+            ) < 0.4:
                 out += [(name, int(g)) for g in geoms]
         for h, g in self._handle_geom.items():
             if (only is None or only == h) and np.linalg.norm(self.data.geom_xpos[g] - ee) < 0.4:
@@ -329,7 +348,9 @@ class RearrangeSim:
         best, best_d = None, max_dist
         fromto = np.zeros(6)
         for name, g in self._candidates(only):
-            dist = mujoco.mj_geomDistance(self.model, self.data, self._suction_geom, g, max_dist + 0.01, fromto)
+            dist = mujoco.mj_geomDistance(
+                self.model, self.data, self._suction_geom, g, max_dist + 0.01, fromto
+            )
             if dist <= best_d:
                 best, best_d = name, dist
         return best
@@ -396,7 +417,9 @@ class RearrangeSim:
         k = object_kind(kind)
         xaxis = self.data.site_xmat[self._ee_site].reshape(3, 3)[:, 0]
         offset = k.rest_height if abs(xaxis[2]) > 0.7 else k.radius
-        self._write_object_pose(name, self.ee_pos + xaxis * (offset + 0.002), self.data.xquat[self._obj_body[name]])
+        self._write_object_pose(
+            name, self.ee_pos + xaxis * (offset + 0.002), self.data.xquat[self._obj_body[name]]
+        )
         mujoco.mj_forward(self.model, self.data)
 
     def _snap_held(self) -> None:
@@ -487,7 +510,9 @@ class RearrangeSim:
     def render_head_depth(self) -> np.ndarray:
         """Head camera depth, (H, W, 1) float32 metres clipped to [0, camera.head.max_depth]."""
         c = self.cfg["camera"]["head"]
-        return self._get_renderer().depth(self.data, self._head_cam, int(c["width"]), int(c["height"]), float(c["max_depth"]))
+        return self._get_renderer().depth(
+            self.data, self._head_cam, int(c["width"]), int(c["height"]), float(c["max_depth"])
+        )
 
     def render_third_rgb(
         self, width: int, height: int, marks: Sequence[tuple[Sequence[float], Sequence[float]]] = ()
@@ -495,19 +520,33 @@ class RearrangeSim:
         """Third-person RGB view from behind and above the robot, with `marks` (pos, rgba) as spheres."""
         c = self.cfg["camera"]["third"]
         cam = free_camera(
-            (self._base_xy[0], self._base_xy[1], 0.8), float(c["distance"]),
-            float(np.rad2deg(self._base_yaw)) + float(c["azimuth_offset_deg"]), float(c["elevation_deg"]),
+            (self._base_xy[0], self._base_xy[1], 0.8),
+            float(c["distance"]),
+            float(np.rad2deg(self._base_yaw)) + float(c["azimuth_offset_deg"]),
+            float(c["elevation_deg"]),
         )
         return self._get_renderer().rgb(
-            self.data, cam, width, height, marks, shadows=bool(self.cfg["render"]["shadows_in_video"]), see_through=self._is_wall_geom
+            self.data,
+            cam,
+            width,
+            height,
+            marks,
+            mark_radius=float(self.cfg["render"]["mark_radius"]),
+            shadows=bool(self.cfg["render"]["shadows_in_video"]),
+            see_through=self._is_wall_geom,
         )
 
-    def render_overview_rgb(self, width: int, height: int, marks: Sequence[tuple[Sequence[float], Sequence[float]]] = ()) -> np.ndarray:
+    def render_overview_rgb(
+        self, width: int, height: int, marks: Sequence[tuple[Sequence[float], Sequence[float]]] = ()
+    ) -> np.ndarray:
         """A high view of the whole apartment (for documentation and debugging)."""
         (xmin, ymin), (xmax, ymax) = self.layout.bounds
-        span = max(xmax - xmin, (ymax - ymin) * width / height)
-        cam = free_camera(((xmin + xmax) / 2, (ymin + ymax) / 2, 0.0), 1.05 * span, 90.0, -72.0)
-        return self._get_renderer().rgb(self.data, cam, width, height, marks, shadows=False)
+        tan_v = np.tan(np.deg2rad(self.model.vis.global_.fovy) / 2)
+        dist = 1.5 * max((ymax - ymin) / 2 / tan_v, (xmax - xmin) / 2 / (tan_v * width / height))
+        cam = free_camera(((xmin + xmax) / 2, (ymin + ymax) / 2 - 0.3, 0.0), dist, 90.0, -70.0)
+        return self._get_renderer().rgb(
+            self.data, cam, width, height, marks, mark_radius=float(self.cfg["render"]["mark_radius"])
+        )
 
     def close(self) -> None:
         """Free rendering resources."""

@@ -80,7 +80,7 @@ def _env(scenario: str, max_steps: int) -> RearrangeEnv:
 
 
 def test_replans_after_injected_pick_failure_and_picks_again():
-    env = _env("prepare_groceries", 700)
+    env = _env("tidy_house", 700)
     try:
         agent = HabAgent("oracle", _StallFirst("pick"), max_replans=2)
         out = agent.run_episode(env, 0)
@@ -97,7 +97,7 @@ def test_replans_after_injected_pick_failure_and_picks_again():
 
 
 def test_failure_is_recorded_when_replans_are_exhausted():
-    env = _env("prepare_groceries", 700)
+    env = _env("tidy_house", 700)
     try:
         agent = HabAgent("oracle", _StallFirst("pick"), max_replans=0)
         out = agent.run_episode(env, 0)

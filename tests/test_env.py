@@ -47,6 +47,8 @@ def test_same_seed_same_observations(episodes):
     for k in obs_a:
         np.testing.assert_array_equal(obs_a[k], obs_b[k], err_msg=k)
     assert info_a == info_b
+    obs_c, _ = _run(episodes, seed=6, steps=20)  # a different seed gives a different run
+    assert any(not np.array_equal(obs_a[k], obs_c[k]) for k in obs_a)
 
 
 def test_obs_match_space_and_measures(episodes):
@@ -113,6 +115,10 @@ def test_registered_explore_env(episodes, tmp_path):
     assert env.observation_space.contains(obs)
     assert env.action_space.shape == (11,)
     env.close()
+    generated = gymnasium.make("rearrange/Explore-v0", split="val", episode_seed=1, episode_count=2)
+    generated.reset(seed=0)
+    assert len(generated.unwrapped.episodes) == 2 and generated.unwrapped.episodes[0].split == "val"
+    generated.close()
     with pytest.raises(ValueError, match="valid choices"):
         make_registered_env("rearrange/Nope-v0")
 
@@ -168,3 +174,35 @@ def test_sensor_geometry():
     assert np.linalg.norm(obs["marker_rel_pos"]) == pytest.approx(info["ee_to_handle_dist"], abs=1e-4)
     assert info["ee_to_handle_dist"] < 2.0 and obs["is_holding"][0] == 0.0
     env.close()
+
+
+def _observe_in_worker(path: str, queue) -> None:
+    env = gymnasium.make("rearrange:rearrange/Explore-v0", episodes=path)
+    obs, _ = env.reset(seed=3)
+    for _ in range(3):
+        obs, *_ = env.step(np.full(11, 0.5))
+    queue.put({k: obs[k] for k in ("joint", "localization_sensor", "head_depth")})
+    env.close()
+
+
+def test_env_in_spawned_worker_matches_main_process(episodes, tmp_path):
+    """A worker (spawn start method) builds the env from plain arguments and its own GL context."""
+    import multiprocessing as mp
+
+    from rearrange.episodes import save_episodes
+
+    path = str(tmp_path / "eps.json.gz")
+    save_episodes(path, episodes)
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_observe_in_worker, args=(path, queue))
+    proc.start()
+    remote = queue.get(timeout=120)
+    proc.join(timeout=30)
+    env = gymnasium.make("rearrange/Explore-v0", episodes=path)
+    obs, _ = env.reset(seed=3)
+    for _ in range(3):
+        obs, *_ = env.step(np.full(11, 0.5))
+    env.close()
+    for k, v in remote.items():
+        np.testing.assert_array_equal(v, obs[k], err_msg=k)

@@ -42,7 +42,10 @@ def test_objects_rest_on_table_and_fridge_shelf(layout):
     for i, (kind, rec) in enumerate(zip(kinds, recs, strict=True)):
         r = layout.receptacles[rec]
         dx = -0.1 if i < 3 else 0.1
-        objects[f"obj_{i}"] = ((r.center[0] + dx, r.center[1], r.center[2] + OBJECT_KINDS[kind].rest_height + 0.001), (1, 0, 0, 0))
+        objects[f"obj_{i}"] = (
+            (r.center[0] + dx, r.center[1], r.center[2] + OBJECT_KINDS[kind].rest_height + 0.001),
+            (1, 0, 0, 0),
+        )
     sim.reset_state(objects, {}, _park_robot(layout), 0.0)
     start = {n: sim.object_pos(n) for n in objects}
     for _ in range(150):  # 5 simulated seconds
@@ -59,7 +62,11 @@ def test_base_stops_at_wall(layout):
     start = next(
         np.array([x, y0 + 1.5])
         for x in np.arange(x0 + 0.5, x1 - 1.5, 0.05)
-        if all(sim.base_is_free((xx, y)) for y in np.arange(y0 + radius + 1e-6, y0 + 1.6, 0.05) for xx in (x, x + 1.0))
+        if all(
+            sim.base_is_free((xx, y))
+            for y in np.arange(y0 + radius + 1e-6, y0 + 1.6, 0.05)
+            for xx in (x, x + 1.0)
+        )
     )
     sim.reset_state({}, {}, start, -np.pi / 2)  # facing the south wall (inner face at y0)
     collided = []
@@ -116,7 +123,9 @@ def test_start_holding_object(layout):
     start = sim.object_pos("obj_0") - sim.ee_pos
     for _ in range(20):
         sim.step(np.zeros(7), None, np.array([0.5, 0.5]))
-    assert np.linalg.norm(sim.object_pos("obj_0") - sim.ee_pos) == pytest.approx(np.linalg.norm(start), abs=0.01)
+    assert np.linalg.norm(sim.object_pos("obj_0") - sim.ee_pos) == pytest.approx(
+        np.linalg.norm(start), abs=0.01
+    )
 
 
 def test_pulling_fridge_handle_opens_door_past_90_degrees(layout):
@@ -127,7 +136,9 @@ def test_pulling_fridge_handle_opens_door_past_90_degrees(layout):
     b1 = hinge + np.array([-0.4, -1.3])
     sim.reset_state({}, {}, b0, float(np.arctan2(handle[1] - b0[1], handle[0] - b0[0])))
     cup = sim.cfg["suction"]["radius"]
-    grip_point = handle - np.array([0.0, 0.025 + cup + 0.003, 0.0])  # cup (pointing down) just off the handle's face
+    grip_point = handle - np.array(
+        [0.0, 0.025 + cup + 0.003, 0.0]
+    )  # cup (pointing down) just off the handle's face
     _reach(sim, grip_point)
     sim.step(np.zeros(7), 1.0, np.zeros(2))
     assert sim.grasped == "fridge_handle"

@@ -31,7 +31,7 @@ POLICY_CFG = {
 PPO_CFG = {
     "gamma": 0.99, "gae_lambda": 0.95, "clip_param": 0.2, "ppo_epoch": 2, "num_mini_batch": 2,
     "value_loss_coef": 0.5, "use_clipped_value_loss": True, "normalize_advantage": False,
-    "use_importance_weights": True, "max_grad_norm": 0.5, "lr": 1e-3, "eps": 1e-5, "lr_schedule": "cosine",
+    "use_importance_weights": True, "normalize_value": False, "value_norm_beta": 0.1, "max_grad_norm": 0.5, "lr": 1e-3, "eps": 1e-5, "lr_schedule": "cosine",
     "entropy": {"learned": True, "coef": 1e-3, "target": 0.0, "target_per_action_dim": True,
                 "min_coef": 1e-4, "max_coef": 1.0},
 }  # fmt: skip

@@ -146,7 +146,7 @@ def test_packed_evaluation_equals_stepwise_evaluation():
                 )
                 dist = ac.action_head(out)
                 log_probs.append(dist.log_prob(r.actions[row : row + 1]))
-                values.append(ac.value_head(out).squeeze(-1))
+                values.append(ac.value(out))
         torch.testing.assert_close(packed.log_prob, torch.cat(log_probs), rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(packed.value, torch.cat(values), rtol=1e-5, atol=1e-5)
 

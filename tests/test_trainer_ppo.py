@@ -19,7 +19,7 @@ POLICY_CFG = {
 PPO_CFG = {
     "gamma": 0.99, "gae_lambda": 0.95, "clip_param": 0.2, "ppo_epoch": 4, "num_mini_batch": 2,
     "value_loss_coef": 0.5, "use_clipped_value_loss": False, "normalize_advantage": False,
-    "use_importance_weights": True, "max_grad_norm": 0.5, "lr": 3e-3, "eps": 1e-5, "lr_schedule": "cosine",
+    "use_importance_weights": True, "normalize_value": False, "value_norm_beta": 0.1, "max_grad_norm": 0.5, "lr": 3e-3, "eps": 1e-5, "lr_schedule": "cosine",
     "entropy": {"learned": True, "coef": 1e-2, "target": 0.0, "target_per_action_dim": False,
                 "min_coef": 1e-4, "max_coef": 1.0},
 }  # fmt: skip
@@ -214,3 +214,24 @@ def test_cosine_learning_rate_schedule():
     assert ppo.lr_at(50) == pytest.approx(1.5e-3)
     assert ppo.lr_at(100) == pytest.approx(0.0, abs=1e-12) and ppo.lr_at(150) == pytest.approx(0.0, abs=1e-12)
     assert ppo.lr_at(25) > ppo.lr_at(26)
+
+
+def test_value_normalization_preserves_outputs_and_tracks_returns():
+    torch.manual_seed(4)
+    ac = ActorCritic(OBS_SPACE, gym.spaces.Discrete(2), POLICY_CFG)
+    r = collect(ac, steps=32)
+    r.rewards *= 50.0  # large returns
+    obs, hidden, start = {"x": torch.rand(5, 4)}, ac.initial_hidden(5), torch.ones(5, dtype=torch.bool)
+    before = ac.get_value(obs, hidden, start)
+    ac.set_value_normalization(torch.tensor(7.0), torch.tensor(3.0))
+    torch.testing.assert_close(ac.get_value(obs, hidden, start), before, rtol=1e-5, atol=1e-4)
+
+    ppo = PPO(ac, {**PPO_CFG, "normalize_value": True, "lr": 1e-12}, seed=0)  # no learning: stats only
+    from trainer.gae import compute_gae
+
+    _, returns = compute_gae(r, 0.99, 0.95)
+    stats = ppo.update(r)
+    assert float(ac.value_mean) == pytest.approx(float(returns.mean()), rel=1e-4)  # first update: batch stats
+    assert float(ac.value_std) == pytest.approx(float(returns.std(correction=0)), rel=1e-3)
+    torch.testing.assert_close(ac.get_value(obs, hidden, start), before, rtol=1e-4, atol=1e-3)
+    assert stats["learner/value_loss"] < 5.0  # measured in normalised units, not (50x reward)^2

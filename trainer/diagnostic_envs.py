@@ -69,20 +69,21 @@ class FaultyCountingEnv(CountingEnv):
     """A CountingEnv whose env `fault_env` fails once at its `fault_step`-th step (counted over episodes).
 
     The fault happens only while `marker` does not exist; the env creates it just before failing,
-    so the restarted env runs normally (a transient fault).
+    so the restarted env runs normally (a transient fault); with `once=False` it fails every time.
     """
 
     def __init__(self, env_idx: int, fault_env: int, fault_step: int, kind: str, marker: str,
-                 episode_length: int = 7) -> None:
+                 episode_length: int = 7, once: bool = True) -> None:
         super().__init__(env_idx, episode_length)
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind '{kind}'; valid choices: {', '.join(FAULT_KINDS)}")
         self.fault_env, self.fault_step, self.kind, self.marker = fault_env, fault_step, kind, Path(marker)
+        self.once = once
         self.steps_taken = 0
 
     def step(self, action):
         self.steps_taken += 1
-        if self.env_idx == self.fault_env and self.steps_taken == self.fault_step and not self.marker.exists():
+        if self.env_idx == self.fault_env and self.steps_taken == self.fault_step and not (self.once and self.marker.exists()):
             self.marker.touch()
             if self.kind == "raise":
                 raise RuntimeError("injected env failure")
@@ -93,5 +94,5 @@ class FaultyCountingEnv(CountingEnv):
 
 
 def faulty_counting_env(env_idx: int, fault_env: int, fault_step: int, kind: str, marker: str,
-                        episode_length: int = 7) -> FaultyCountingEnv:
-    return FaultyCountingEnv(env_idx, fault_env, fault_step, kind, marker, episode_length)
+                        episode_length: int = 7, once: bool = True) -> FaultyCountingEnv:
+    return FaultyCountingEnv(env_idx, fault_env, fault_step, kind, marker, episode_length, once)

@@ -124,6 +124,10 @@ class ActorCritic(nn.Module):
         self.value_head = nn.Linear(self.hidden_size, 1)
         nn.init.orthogonal_(self.value_head.weight, gain=1.0)
         nn.init.zeros_(self.value_head.bias)
+        # PopArt-style value normalisation statistics (identity unless the learner enables it):
+        # value = value_head(out) * value_std + value_mean. Saved with the weights.
+        self.register_buffer("value_mean", torch.zeros(()))
+        self.register_buffer("value_std", torch.ones(()))
 
     # ------------------------------------------------------------------ state helpers
     def initial_hidden(self, batch: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -166,6 +170,19 @@ class ActorCritic(nn.Module):
         out, (h, c) = self.rnn(features.unsqueeze(0), (h, c))
         return out.squeeze(0), self._from_lstm_state(h, c)
 
+    def value(self, rnn_out: torch.Tensor) -> torch.Tensor:
+        """Value in reward units from the LSTM output, `[B]`."""
+        return self.value_head(rnn_out).squeeze(-1) * self.value_std + self.value_mean
+
+    @torch.no_grad()
+    def set_value_normalization(self, mean: torch.Tensor, std: torch.Tensor) -> None:
+        """Change the value statistics while preserving every value output (PopArt, van Hasselt et al. 2016)."""
+        old_mean, old_std = self.value_mean.clone(), self.value_std.clone()
+        self.value_head.weight.mul_(old_std / std)
+        self.value_head.bias.mul_(old_std).add_(old_mean - mean).div_(std)
+        self.value_mean.copy_(mean)
+        self.value_std.copy_(std)
+
     # ------------------------------------------------------------------ public API
     def act(
         self,
@@ -178,14 +195,14 @@ class ActorCritic(nn.Module):
         out, new_hidden = self._step(obs, hidden, episode_start)
         dist = self.action_head(out)
         action = dist.mode() if deterministic else dist.sample()
-        return ActOutput(action, dist.log_prob(action), self.value_head(out).squeeze(-1), new_hidden)
+        return ActOutput(action, dist.log_prob(action), self.value(out), new_hidden)
 
     def get_value(
         self, obs: Mapping[str, torch.Tensor], hidden: torch.Tensor, episode_start: torch.Tensor
     ) -> torch.Tensor:
         """Value of the observations (e.g. the bootstrap value after an env's last rollout row), `[B]`."""
         out, _ = self._step(obs, hidden, episode_start)
-        return self.value_head(out).squeeze(-1)
+        return self.value(out)
 
     def evaluate(
         self,
@@ -209,4 +226,4 @@ class ActorCritic(nn.Module):
         packed_out, _ = self.rnn(packed, (h0, c0))
         out = torch.cat(unpack_sequence(packed_out), dim=0)  # back to the input row order
         dist = self.action_head(out)
-        return EvalOutput(dist.log_prob(actions), dist.entropy(), self.value_head(out).squeeze(-1))
+        return EvalOutput(dist.log_prob(actions), dist.entropy(), self.value(out))

@@ -25,9 +25,17 @@ Loss per mini-batch, with w the truncated VER importance weight of each row
     entropy     = mean(w * H)
     loss = action_loss + value_loss_coef * value_loss - alpha * entropy + log_alpha * (entropy - target)
 
+Value normalisation (`normalize_value`, off by default as in the paper): PopArt-style running
+mean/std of the GAE returns (EMA with weight max(value_norm_beta, 1/(updates+1))); the value loss is
+computed in normalised units and `ActorCritic.set_value_normalization` rescales the value head so
+that value outputs (in reward units) are preserved. Recommended when returns are much larger than
+~10: the LSTM is shared by actor and critic and saturates when it must produce large values.
+
 Distributed training: pass `grad_sync(params)`; it is called after `backward()` and before
 gradient clipping with every trainable parameter (the model's and `log_alpha` when learned), all
-of which have a `.grad`, and must average those gradients across ranks in place.
+of which have a `.grad`, and must average those gradients across ranks in place. With
+`normalize_value`, also pass `stats_sync(tensor)`, which must average a tensor across ranks in
+place (used for the return moments, so that every rank keeps identical value statistics).
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from trainer.networks import ActorCritic
 from trainer.rollout import Rollout
 
 GradSync = Callable[[Iterable[nn.Parameter]], None]
+StatsSync = Callable[[torch.Tensor], None]
 
 LR_SCHEDULES = ("cosine", "constant")
 
@@ -59,6 +68,7 @@ class PPO:
         total_updates: int = 0,
         grad_sync: GradSync | None = None,
         seed: int | None = None,
+        stats_sync: StatsSync | None = None,
     ):
         self.actor_critic = actor_critic
         self.cfg = ppo_cfg
@@ -78,8 +88,12 @@ class PPO:
             raise ValueError(
                 f"unknown ppo.lr_schedule '{self.lr_schedule}'; valid choices: {', '.join(LR_SCHEDULES)}"
             )
+        self.normalize_value = bool(ppo_cfg["normalize_value"])
+        self.value_norm_beta = float(ppo_cfg["value_norm_beta"])
         self.total_updates = int(total_updates)
         self.grad_sync = grad_sync
+        self.stats_sync = stats_sync
+        self.return_moments = torch.tensor([0.0, 1.0], dtype=torch.float64)  # running E[R], E[R^2]
 
         device = next(actor_critic.parameters()).device
         self.entropy_coef = entropy_coefficient_from_config(ppo_cfg["entropy"], actor_critic.action_space).to(
@@ -114,6 +128,7 @@ class PPO:
             "num_updates": self.num_updates,
             "total_updates": self.total_updates,
             "generator": self.generator.get_state(),
+            "return_moments": self.return_moments.clone(),
         }
 
     def load_state_dict(self, state: Mapping) -> None:
@@ -122,6 +137,7 @@ class PPO:
         self.num_updates = int(state["num_updates"])
         self.total_updates = int(state["total_updates"])
         self.generator.set_state(state["generator"])
+        self.return_moments = state["return_moments"].clone()
 
     # ------------------------------------------------------------------ the update
     def update(self, rollout: Rollout) -> dict[str, float]:
@@ -138,6 +154,9 @@ class PPO:
             else:
                 weights = torch.ones(len(rollout), device=device)
             lag = (self.num_updates - rollout.policy_version).float()
+            if self.normalize_value:
+                self._update_value_normalization(returns)
+            value_mean, value_std = ac.value_mean.clone(), ac.value_std.clone()
 
         lr = self.lr_at(self.num_updates)
         for group in self.optimizer.param_groups:
@@ -166,7 +185,12 @@ class PPO:
                     ratio * adv, ratio.clamp(1 - self.clip_param, 1 + self.clip_param) * adv
                 )
                 action_loss = (w * -surrogate).mean()
-                value_loss = (w * self.value_error(out.value, rollout.values[rows], returns[rows])).mean()
+                value_loss = self.value_error(
+                    (out.value - value_mean) / value_std,
+                    (rollout.values[rows] - value_mean) / value_std,
+                    (returns[rows] - value_mean) / value_std,
+                )
+                value_loss = (w * value_loss).mean()
                 entropy = (w * out.entropy).mean()
                 alpha = self.entropy_coef.value()
                 loss = (
@@ -213,6 +237,18 @@ class PPO:
             }
         )
         return stats
+
+    @torch.no_grad()
+    def _update_value_normalization(self, returns: torch.Tensor) -> None:
+        batch = torch.stack([returns.mean(), returns.pow(2).mean()]).double().cpu()
+        if self.stats_sync is not None:
+            self.stats_sync(batch)
+        beta = max(self.value_norm_beta, 1.0 / (self.num_updates + 1))
+        self.return_moments = (1 - beta) * self.return_moments + beta * batch
+        mean = self.return_moments[0]
+        std = (self.return_moments[1] - mean**2).clamp(min=1e-4).sqrt()
+        device = self.actor_critic.value_mean.device
+        self.actor_critic.set_value_normalization(mean.float().to(device), std.float().to(device))
 
     def value_error(
         self, values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor

@@ -142,6 +142,8 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     elif info.is_main and latest_checkpoint(ckpt_dir) is not None:
         raise ConfigError(f"{out} already holds a run; continue it with --resume {out} or choose another output_dir")
 
+    if int(tcfg.torch_threads) > 0:
+        torch.set_num_threads(int(tcfg.torch_threads))
     seed = int(tcfg.seed)
     if deterministic:
         torch.use_deterministic_algorithms(True)

@@ -15,7 +15,7 @@ import numpy as np
 
 from rearrange.actions import ACTION_DIM, ACTION_SLICES, check_subsets
 from rearrange.sensors import SensorTarget, target_from_episode
-from skills.oracles.base_follow import BaseFollower, FollowGains, standing_point, wrap_angle
+from skills.oracles.base_follow import BaseFollower, FollowGains, rest_arm_clear, standing_point, wrap_angle
 from skills.oracles.ik import ArmIK, IKGains
 
 GRASP = 1.0
@@ -77,7 +77,7 @@ class Oracle:
         self._approach = "start"
         self.steps = 0
         self.done = False
-        self.follower = BaseFollower(self.follower.gains)
+        self.follower.clear()
         self.target = target
         self._start(sim, target)
 
@@ -120,8 +120,14 @@ class Oracle:
         if self._approach == "start":
             if self.in_work_zone(sim, point, zone):
                 return np.zeros(2), True
+            if valid is None:
+                valid = rest_arm_clear(sim, point, zone["rest_arm_points"], zone["rest_arm_height"],
+                                       zone["rest_clearance"])
             stand = standing_point(sim, point, zone["preferred_dist"], zone["search_radius"],
                                    zone["geodesic_weight"], valid)
+            if stand is None:  # nowhere with a free arm: the nearest good working distance
+                stand = standing_point(sim, point, zone["preferred_dist"], zone["search_radius"],
+                                       zone["geodesic_weight"])
             self._approach = "drive" if stand is not None and self.follower.set_goal(sim, stand) else "face"
         if self._approach == "drive":
             if not self.follower.arrived(sim):

@@ -34,6 +34,7 @@ class FollowGains:
     yaw_tolerance: float  # radians: facing
     off_path: float  # metres from the path that trigger a replan
     stuck_steps: int  # blocked steps in a row that trigger a replan
+    plan_radii: tuple[float, ...]  # planning maps inflated by these radii, widest first (the arm sticks out)
 
     @staticmethod
     def from_cfg(cfg: Mapping) -> FollowGains:
@@ -45,6 +46,7 @@ class FollowGains:
             yaw_tolerance=float(cfg["yaw_tolerance"]),
             off_path=float(cfg["off_path"]),
             stuck_steps=int(cfg["stuck_steps"]),
+            plan_radii=tuple(float(r) for r in cfg["plan_radii"]),
         )
 
 
@@ -63,6 +65,14 @@ class BaseFollower:
         self.path = np.zeros((0, 2))
         self._progress = 0
         self._blocked = 0
+        self._wide_maps: dict[tuple, object] = {}
+
+    def clear(self) -> None:
+        """Forget the goal and path (the planning map stays cached)."""
+        self.goal = None
+        self.path = np.zeros((0, 2))
+        self._progress = 0
+        self._blocked = 0
 
     def set_goal(self, sim, goal_xy: np.ndarray) -> bool:
         """Plan a path from the current base position to `goal_xy`; False if unreachable."""
@@ -71,7 +81,13 @@ class BaseFollower:
 
     def _replan(self, sim) -> bool:
         start = np.asarray(sim.base_xy, dtype=np.float64)
-        path = np.asarray(sim.navmap.path(start, self.goal), dtype=np.float64).reshape(-1, 2)
+        path = None
+        for radius in self.gains.plan_radii:
+            path = self._wide_path(sim, start, radius)
+            if path is not None:
+                break
+        if path is None:
+            path = np.asarray(sim.navmap.path(start, self.goal), dtype=np.float64).reshape(-1, 2)
         self._progress = 0
         self._blocked = 0
         if len(path) == 0:
@@ -80,6 +96,30 @@ class BaseFollower:
         # the last waypoint is the goal when it is navigable, else the navigable cell nearest to it
         self.path = path
         return True
+
+    def _wide_path(self, sim, start: np.ndarray, radius: float) -> np.ndarray | None:
+        """A path on a map inflated by `radius` (so the arm, which sticks out of the base disc,
+        keeps off walls), joined to the true start and goal by straight segments that are free on the
+        sim's own map; None when that is impossible."""
+        navmap = sim.navmap
+        key = (id(sim.layout), radius)
+        if key not in self._wide_maps:
+            from rearrange.navmap import NavMap
+
+            if len(self._wide_maps) >= 2 * len(self.gains.plan_radii):
+                self._wide_maps.clear()
+            self._wide_maps[key] = NavMap(sim.layout, resolution=navmap.resolution, robot_radius=radius)
+        wide = np.asarray(self._wide_maps[key].path(start, self.goal), dtype=np.float64).reshape(-1, 2)
+        if len(wide) == 0:
+            return None
+        goal = navmap.nearest_navigable(self.goal)
+        if goal is None:
+            return None
+        pts = np.vstack([start[None], wide, goal[None]])
+        if not (navmap.segment_clear(pts[0], pts[1]) and navmap.segment_clear(pts[-2], pts[-1])):
+            return None
+        keep = [0] + [i for i in range(1, len(pts)) if np.linalg.norm(pts[i] - pts[i - 1]) > 1e-6]
+        return pts[keep]
 
     @property
     def end(self) -> np.ndarray:
@@ -90,17 +130,29 @@ class BaseFollower:
         return len(self.path) > 0 and float(np.linalg.norm(self.end - sim.base_xy)) < self.gains.goal_tolerance
 
     def _pursuit_point(self, xy: np.ndarray) -> tuple[np.ndarray, float]:
-        """The path point `lookahead` ahead of the closest point, and the distance to the path."""
-        d = np.linalg.norm(self.path[self._progress :] - xy, axis=1)
-        closest = self._progress + int(np.argmin(d))
-        self._progress = closest
-        off = float(np.min(d))
-        target = self.path[-1]
-        for i in range(closest, len(self.path)):
-            if np.linalg.norm(self.path[i] - xy) > self.gains.lookahead:
-                target = self.path[i]
-                break
-        return target, off
+        """The point `lookahead` metres further along the path than the closest one, and the distance
+        from `xy` to the path. Progress along the path never goes backwards."""
+        best_seg, best_t, off = self._progress, 0.0, np.inf
+        for k in range(self._progress, max(len(self.path) - 1, self._progress + 1)):
+            a = self.path[k]
+            b = self.path[min(k + 1, len(self.path) - 1)]
+            ab = b - a
+            t = float(np.clip((xy - a) @ ab / max(float(ab @ ab), 1e-12), 0.0, 1.0))
+            d = float(np.linalg.norm(a + t * ab - xy))
+            if d < off - 1e-9:
+                best_seg, best_t, off = k, t, d
+        self._progress = best_seg
+        remaining = self.gains.lookahead
+        k, t = best_seg, best_t
+        while k < len(self.path) - 1:
+            a, b = self.path[k], self.path[k + 1]
+            seg = float(np.linalg.norm(b - a))
+            left = (1.0 - t) * seg
+            if left >= remaining:
+                return a + (t + remaining / max(seg, 1e-12)) * (b - a), off
+            remaining -= left
+            k, t = k + 1, 0.0
+        return self.path[-1], off
 
     def act(self, sim) -> np.ndarray:
         """(2,) base action (forward, turn) following the path; zeros once arrived."""
@@ -177,3 +229,38 @@ def standing_point(sim, target_xy: np.ndarray, preferred: float, max_dist: float
     geo = field[cells[:, 0], cells[:, 1]] if field is not None else np.zeros(len(cells))
     cost = np.abs(d_target - preferred) + geodesic_weight * np.where(np.isfinite(geo), geo, 1e6)
     return centres[int(np.argmin(cost))]
+
+
+def furniture_clearance(sim, points_xy: np.ndarray, above_z: float) -> np.ndarray:
+    """Horizontal distance from each of (N, 2) points to the nearest wall or furniture footprint whose
+    top is higher than `above_z` (what an arm held at that height would hit)."""
+    pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
+    best = np.full(len(pts), np.inf)
+    for box in sim.layout.obstacles_2d():
+        if float(box.center[2]) + float(box.half_size[2]) <= above_z:
+            continue
+        c, s = np.cos(box.yaw), np.sin(box.yaw)
+        d = pts - np.asarray(box.center[:2], dtype=np.float64)
+        lx, ly = c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]
+        ex = np.maximum(np.abs(lx) - float(box.half_size[0]), 0.0)
+        ey = np.maximum(np.abs(ly) - float(box.half_size[1]), 0.0)
+        best = np.minimum(best, np.hypot(ex, ey))
+    return best
+
+
+def rest_arm_clear(sim, target_xy: np.ndarray, arm_points: np.ndarray, height: float, margin: float):
+    """Standing-point filter: with the base facing `target_xy`, the arm at rest (base-frame xy points
+    `arm_points`, e.g. ee and elbow) stays `margin` clear of walls and furniture taller than `height`."""
+    target = np.asarray(target_xy, dtype=np.float64)[:2]
+    arm = np.asarray(arm_points, dtype=np.float64).reshape(-1, 2)
+
+    def valid(cands: np.ndarray) -> np.ndarray:
+        d = target - cands
+        fwd = d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-9)
+        left = np.stack([-fwd[:, 1], fwd[:, 0]], axis=1)
+        ok = np.ones(len(cands), dtype=bool)
+        for px, py in arm:
+            ok &= furniture_clearance(sim, cands + px * fwd + py * left, height) > margin
+        return ok
+
+    return valid

@@ -1,0 +1,204 @@
+"""bench-sim: raw single-process simulator throughput (physics + head depth + observation assembly).
+
+Runs random actions in a pick-like setup (objects on receptacles, robot next to the dining table) and
+prints steps/s and the split of time between physics, rendering and observation assembly. With
+`--layouts N` it repeats the measurement on the first N training layouts (step time varies with
+scene size and clutter). `--snapshot PATH` writes an overview image of one apartment next to the
+head depth image (used for docs/apartment.png). Speed is measured here, never asserted in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def _setup_env_vars() -> None:
+    """Headless EGL and one llvmpipe thread, unless the user chose otherwise (before any GL context)."""
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    os.environ.setdefault("LP_NUM_THREADS", "1")
+
+
+def pick_like_state(sim, rng: np.random.Generator) -> str:
+    """Objects on the dining table and counter, robot 0.9 m in front of the table facing it; returns the target."""
+    from rearrange.objects import object_kind
+
+    layout = sim.layout
+    table = layout.receptacles["table_0"]
+    counter = layout.receptacles["counter_0"]
+    objects = {}
+    for i, name in enumerate(sim.object_names):
+        rec = table if i % 2 == 0 else counter
+        k = object_kind(sim.object_kind(name))
+        x = rec.center[0] - rec.half_extent[0] + 0.12 + 0.18 * (i // 2)
+        objects[name] = ((x, rec.center[1], rec.center[2] + k.rest_height + 0.001), (1.0, 0.0, 0.0, 0.0))
+    base = np.array([table.center[0], table.center[1] - table.half_extent[1] - 0.08 - 0.9])
+    sim.reset_state(objects, {}, base + rng.uniform(-0.05, 0.05, 2), float(np.pi / 2 + rng.normal(0, 0.2)))
+    return sim.object_names[0]
+
+
+def assemble_observation(sim, depth: np.ndarray, target: str) -> dict[str, np.ndarray]:
+    """The pick skill's observations (habitat names) from simulator state, as float32 arrays."""
+    ee = sim.ee_pos
+    c, s = np.cos(sim.base_yaw), np.sin(sim.base_yaw)
+    rel = sim.object_pos(target) - ee
+    return {
+        "head_depth": depth,
+        "joint": sim.arm_qpos.astype(np.float32),
+        "ee_pos": sim.ee_pos_base.astype(np.float32),
+        "is_holding": np.array([float(sim.grasped is not None)], dtype=np.float32),
+        "relative_resting_position": (sim.resting_pos_base - sim.ee_pos_base).astype(np.float32),
+        "obj_start_sensor": np.array(
+            [c * rel[0] + s * rel[1], -s * rel[0] + c * rel[1], rel[2]], dtype=np.float32
+        ),
+    }
+
+
+def measure(
+    layout_seed: int, steps: int, width: int, height: int, n_objects: int, seed: int = 0
+) -> dict[str, float]:
+    """Time `steps` random-action policy steps; returns seconds per part and steps/s."""
+    from rearrange.layout import generate_layout
+    from rearrange.objects import OBJECT_KINDS
+    from rearrange.sim import RearrangeSim
+
+    rng = np.random.default_rng(seed)
+    kinds = sorted(OBJECT_KINDS)[:n_objects]
+    sim = RearrangeSim(
+        generate_layout(layout_seed), kinds, {"camera": {"head": {"width": width, "height": height}}}
+    )
+    target = pick_like_state(sim, rng)
+    sim.render_head_depth()  # create the GL context outside the timed loop
+    t_phys = t_render = t_obs = 0.0
+    for i in range(steps):
+        if i % 100 == 0:
+            pick_like_state(sim, rng)
+        a = rng.uniform(-1.0, 1.0, 11)
+        t0 = time.perf_counter()
+        sim.step(a[0:7], float(a[7]), a[8:10])
+        t1 = time.perf_counter()
+        depth = sim.render_head_depth()
+        t2 = time.perf_counter()
+        assemble_observation(sim, depth, target)
+        t3 = time.perf_counter()
+        t_phys += t1 - t0
+        t_render += t2 - t1
+        t_obs += t3 - t2
+    total = t_phys + t_render + t_obs
+    out = {
+        "physics": t_phys,
+        "render": t_render,
+        "obs": t_obs,
+        "total": total,
+        "sps": steps / total,
+        "ngeom": float(sim.model.ngeom),
+        "area": float(np.prod(np.subtract(sim.layout.bounds[1], sim.layout.bounds[0]))),
+    }
+    sim.close()
+    return out
+
+
+def write_snapshot(path: str, layout_seed: int, width: int = 960, height: int = 540) -> None:
+    """Overview RGB of one apartment (robot in front of the fridge, targets marked) next to its head depth."""
+    import imageio.v3 as iio
+
+    from rearrange.layout import generate_layout
+    from rearrange.render import colorize_depth
+    from rearrange.sim import RearrangeSim
+
+    layout = generate_layout(layout_seed)
+    sim = RearrangeSim(layout, ["bowl", "apple", "cracker_box", "tomato_soup_can"])
+    table, counter = layout.receptacles["table_0"], layout.receptacles["counter_0"]
+    shelf = layout.receptacles["fridge_shelf_1"]
+    objs = {
+        "obj_0": ((table.center[0] - 0.2, table.center[1], table.center[2] + 0.027), (1, 0, 0, 0)),
+        "obj_1": ((shelf.center[0], shelf.center[1], shelf.center[2] + 0.038), (1, 0, 0, 0)),
+        "obj_2": ((counter.center[0], counter.center[1], counter.center[2] + 0.106), (1, 0, 0, 0)),
+        "obj_3": ((table.center[0] + 0.2, table.center[1], table.center[2] + 0.051), (1, 0, 0, 0)),
+    }
+    base = (table.center[0] + 0.2, table.center[1] - table.half_extent[1] - 0.08 - 0.85)
+    sim.reset_state(objs, {"fridge": 1.6, "drawer_0": 0.35}, base, float(np.pi / 2 + 0.15))
+    marks = [
+        (objs["obj_1"][0], (1.0, 0.1, 0.1, 0.5)),
+        ((table.center[0], table.center[1] + 0.15, table.center[2] + 0.05), (0.1, 1.0, 0.1, 0.5)),
+    ]
+    overview = sim.render_overview_rgb(width, height, marks)
+    depth = sim.render_head_depth()
+    dimg = colorize_depth(depth, float(depth.max()))  # colour range stretched to this frame
+    scale = max(1, height // dimg.shape[0])
+    dimg = np.repeat(np.repeat(dimg, scale, axis=0), scale, axis=1)
+    pad = np.full((height, dimg.shape[1], 3), 255, dtype=np.uint8)
+    top = (height - dimg.shape[0]) // 2
+    pad[top : top + dimg.shape[0]] = dimg
+    image = np.concatenate([overview, np.full((height, 8, 3), 255, np.uint8), pad], axis=1)
+    sim.close()
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".png", dir=directory)
+    os.close(fd)
+    try:
+        iio.imwrite(tmp, image)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench-sim", description=__doc__.splitlines()[0])
+    parser.add_argument("--layout-seed", type=int, default=100, help="apartment seed (default: 100)")
+    parser.add_argument("--steps", type=int, default=1000, help="policy steps to time (default: 1000)")
+    parser.add_argument("--width", type=int, default=128, help="head depth width (default: 128)")
+    parser.add_argument("--height", type=int, default=128, help="head depth height (default: 128)")
+    parser.add_argument("--objects", type=int, default=5, help="objects in the scene (default: 5)")
+    parser.add_argument("--layouts", type=int, default=0, help="also time the first N training layouts")
+    parser.add_argument(
+        "--snapshot", metavar="PNG", help="write an overview + head depth image of --layout-seed and exit"
+    )
+    args = parser.parse_args(argv)
+    from rearrange.objects import OBJECT_KINDS
+    from trainer.config import exit_with_error
+
+    if args.steps < 1 or args.width < 1 or args.height < 1:
+        exit_with_error("--steps, --width and --height must be positive")
+    if not 0 <= args.objects <= len(OBJECT_KINDS):
+        exit_with_error(f"--objects must be in 0..{len(OBJECT_KINDS)}")
+    _setup_env_vars()
+    if args.snapshot:
+        write_snapshot(args.snapshot, args.layout_seed)
+        print(f"wrote {args.snapshot}")
+        return
+    r = measure(args.layout_seed, args.steps, args.width, args.height, max(args.objects, 1))
+    print(
+        f"bench-sim: layout {args.layout_seed}, {args.steps} steps, depth {args.width}x{args.height}, "
+        f"{int(r['ngeom'])} geoms, MUJOCO_GL={os.environ['MUJOCO_GL']}"
+    )
+    print(f"{'part':<22}{'ms/step':>10}{'share':>9}")
+    for key, label in (
+        ("physics", "physics (4 substeps)"),
+        ("render", "head depth render"),
+        ("obs", "observation assembly"),
+    ):
+        print(f"{label:<22}{1e3 * r[key] / args.steps:>10.3f}{100 * r[key] / r['total']:>8.1f}%")
+    print(f"{'total':<22}{1e3 * r['total'] / args.steps:>10.3f}{100.0:>8.1f}%")
+    print(f"steps/s (one process): {r['sps']:.1f}")
+    if args.layouts > 0:
+        from rearrange.layout import TRAIN_LAYOUT_SEEDS
+
+        print(f"\n{'layout':>7}{'area m2':>9}{'geoms':>7}{'physics ms':>12}{'render ms':>11}{'steps/s':>9}")
+        steps = max(100, args.steps // 4)
+        for seed in TRAIN_LAYOUT_SEEDS[: args.layouts]:
+            q = measure(seed, steps, args.width, args.height, max(args.objects, 1))
+            print(
+                f"{seed:>7}{q['area']:>9.1f}{int(q['ngeom']):>7}{1e3 * q['physics'] / steps:>12.3f}"
+                f"{1e3 * q['render'] / steps:>11.3f}{q['sps']:>9.1f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
