@@ -392,8 +392,10 @@ def launch(spec: dict[str, Any], ranks: int, run_dir: Path, timeout_s: float) ->
     spec = {**spec, "ranks": ranks, "out_dir": str(run_dir / "train"), "result_path": str(run_dir / "result.json")}
     spec_path = run_dir / "spec.json"
     _write_json_atomic(spec_path, spec)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}",
-           "-m", "eval.bench_ver", "--rank-worker", str(spec_path)]
+    worker = ["-m", "eval.bench_ver", "--rank-worker", str(spec_path)]
+    if ranks > 1:  # one rank needs no launcher (the trainer runs single-rank without torchrun's variables)
+        worker = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", *worker]
+    cmd = [sys.executable, *worker]
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")]))}
     env.setdefault("OMP_NUM_THREADS", str(max(os.cpu_count() or 1, 1)))

@@ -153,8 +153,13 @@ class _Builder:
         self.occupied.append(rect)
 
     def is_free(self, rect: tuple[float, float, float, float], margin: float = 0.05) -> bool:
+        """No furniture and no keep-clear zone within `margin` of `rect`."""
         grown = (rect[0] - margin, rect[1] - margin, rect[2] + margin, rect[3] + margin)
         return not any(_rect_overlap(grown, r) for r in self.occupied + self.keep_clear)
+
+    def floor_free(self, rect: tuple[float, float, float, float]) -> bool:
+        """No furniture on `rect` (keep-clear zones may overlap it)."""
+        return not any(_rect_overlap(rect, r) for r in self.occupied)
 
 
 def _front_zone(
@@ -434,7 +439,8 @@ def _shelves(b: _Builder, rng: np.random.Generator, wall_coord: float, along: fl
     """A low open shelf unit against the wall on `side` of a room; its top is a receptacle."""
     w, d, h = float(rng.uniform(0.8, 1.0)), 0.38, float(rng.uniform(0.8, 1.0))
     rect = _against_wall_rect(wall_coord, along, side, w, d)
-    if not b.is_free(rect):
+    front = _front_zone(rect, _opposite(side), FRONT_CLEARANCE)
+    if not b.is_free(rect) or not b.floor_free(front):
         return False
     name = b.next_name("shelves")
     x0, y0, x1, y1 = rect
@@ -522,8 +528,13 @@ def _clutter(b: _Builder, rng: np.random.Generator, rooms: list[Room], count: in
         if not b.is_free(rect):
             continue
         if kind == "side_table":
+            front = _front_zone(rect, _opposite(side), FRONT_CLEARANCE)
+            if not b.floor_free(front):
+                continue
             cx, cy = (rect[0] + rect[2]) / 2, (rect[1] + rect[3]) / 2
-            placed += _side_table(b, rng, (cx, cy))
+            if _side_table(b, rng, (cx, cy)):
+                b.keep_clear.append(front)
+                placed += 1
             continue
         name = b.next_name(kind)
         b.solid(f"{name}_body", rect[0], rect[1], 0.0, rect[2], rect[3], h)

@@ -176,7 +176,12 @@ def restore_training_state(
         actor_critic.load_state_dict(state["model"])
     except RuntimeError as exc:
         raise CheckpointError(f"checkpoint does not match this policy ({_one_line(exc)})") from None
-    ppo.load_state_dict(state["ppo"])
+    try:
+        ppo.load_state_dict(state["ppo"])
+    except (KeyError, ValueError, RuntimeError) as exc:
+        raise CheckpointError(
+            f"checkpoint learner state does not match this config ({_one_line(exc)})"
+        ) from None
     if restore_rng:
         restore_rng_state(state["rng"])
     return dict(state["counters"])

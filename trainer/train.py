@@ -145,6 +145,7 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     if int(tcfg.torch_threads) > 0:
         torch.set_num_threads(int(tcfg.torch_threads))
     seed = int(tcfg.seed)
+    was_deterministic = torch.are_deterministic_algorithms_enabled()
     if deterministic:
         torch.use_deterministic_algorithms(True)
     seed_everything(seed)  # same initial weights on every rank (and broadcast below)
@@ -294,6 +295,7 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     finally:
         collector.close()
         logger.close()
+        torch.use_deterministic_algorithms(was_deterministic)
 
     checksums = all_gather_objects(parameter_checksum(actor_critic)) if not interrupted else [
         parameter_checksum(actor_critic)]
