@@ -157,7 +157,7 @@ def prepare_workload(skill: str, cfg: DictConfig, bench: Mapping[str, Any]) -> d
         return {"kind": "gym", "name": skill, "env_id": str(cheap["env_id"])}
     from skills.train_cli import prepare_dataset
 
-    episodes = prepare_dataset(cfg, Path(str(bench["episode_cache"])) / skill)
+    episodes = prepare_dataset(cfg, Path(str(bench["cache_dir"])))
     return {"kind": "skill", "name": skill, "skill_cfg": to_plain(cfg.skill), "sim_cfg": to_plain(cfg.sim),
             "episodes_path": str(Path(episodes).resolve())}
 
@@ -196,7 +196,7 @@ def _timed_env_class():
 
         def __init__(self, env: gym.Env, counters, row: int, factor: float) -> None:
             super().__init__(env)
-            self._counters = counters.numpy()  # shared memory, one row per env
+            self._counters = np.asarray(counters)  # shared memory (torch tensor or memmap), one row per env
             self._row = row
             self._factor = float(factor)
 

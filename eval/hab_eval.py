@@ -5,7 +5,9 @@ with a progress bar, and writes into the output folder:
 
 - `results.json`: full-task success with a 95% bootstrap CI, per-stage progressive success
   (ManiSkill-HAB's progressive completion; VER paper Fig. 6) with CIs, the rate each stage was
-  reached at all, the failed-skill histogram, mean steps / replans / reward, and one row per episode;
+  reached at all, the failed-skill histogram, where episodes failed (`failed_subtask`: the first
+  stage not reached, ManiSkill-HAB's subtask_fail_counts), why they ended (`end_reasons`), mean
+  steps / replans / reward, and one row per episode (its skill calls, failed call, end reason);
 - `stages.png`: bar chart of the per-stage success;
 - with `--video DIR`: one MP4 per episode, third-person RGB (targets red, goals green, the active
   skill's target opaque) beside the head depth, with scenario, skill, stage and step overlaid; the
@@ -45,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="eval-hab",
         description="Evaluate a task-planner + skills agent on a HAB scenario: success, per-stage "
-                    "success with 95%% bootstrap CIs, failed-skill histogram, optional videos.",
+                    "success with 95% bootstrap CIs, failed-skill histogram, optional videos.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -208,10 +210,20 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
         "seed": seed,
         "checkpoints": None if checkpoints is None else {k: str(v) for k, v in checkpoints.items()},
         **summary,
+        "failed_subtask": _count(first_missing_stage(o.stages, stage_names) for o in outcomes if not o.success),
         "end_reasons": _count(o.end_reason for o in outcomes),
         "episodes": [o.to_dict() for o in outcomes],
         "config": {k: cfg[k] for k in ("hab_task", "agent")},
     }
+
+
+def first_missing_stage(stages: Mapping[str, bool], order: Sequence[str]) -> str:
+    """The first stage (in plan order) an episode did not reach: where it failed, like ManiSkill-HAB's
+    subtask_fail_counts ("goal" if every stage was reached but the episode still failed)."""
+    for name in order:
+        if not stages.get(name, False):
+            return name
+    return "goal"
 
 
 def _count(values) -> dict[str, int]:
@@ -239,7 +251,7 @@ def print_summary(result: Mapping[str, Any], out_dir: Path) -> None:
     stages = ", ".join(f"{k} {v['mean']:.2f}" for k, v in result["stage_success"].items())
     print(f"stage success (progressive): {stages}")
     if result["failed_skill"]:
-        print(f"failed skills: {result['failed_skill']}")
+        print(f"failed skills: {result['failed_skill']}; failed at stage: {result['failed_subtask']}")
     steps = result["measures"].get("steps")
     replans = result["measures"].get("num_replans")
     if steps and replans:

@@ -94,7 +94,8 @@ def build_scene_xml(
     kinds = tuple(object_kind(k).name for k in object_kinds)
     (xmin, ymin), (xmax, ymax) = layout.bounds
     cx, cy = (xmin + xmax) / 2, (ymin + ymax) / 2
-    offmax = int(cfg["render"]["offscreen_max"])
+    rcfg = cfg["render"]
+    offmax = int(rcfg["offscreen_max"])
     body: list[str] = []
     body.append(
         f'<geom name="floor" type="plane" size="{(xmax - xmin) / 2 + 6:.4g} {(ymax - ymin) / 2 + 6:.4g} 0.1" '
@@ -177,7 +178,8 @@ def build_scene_xml(
   <size memory="32M"/>
   <visual>
     <global offwidth="{offmax}" offheight="{offmax}"/>
-    <quality shadowsize="2048" offsamples="{int(cfg["render"]["offsamples"])}"/>
+    <quality shadowsize="2048" offsamples="{int(rcfg["offsamples"])}" numslices="{int(rcfg["numslices"])}"
+             numstacks="{int(rcfg["numstacks"])}" numquads="{int(rcfg["numquads"])}"/>
     <headlight ambient="0.35 0.35 0.35" diffuse="0.4 0.4 0.4" specular="0 0 0"/>
   </visual>
   <default>

@@ -72,6 +72,11 @@ class SkillPolicy:
         missing = [k for k in self.obs_keys if k not in obs]
         if missing:
             raise KeyError(f"observation lacks {', '.join(missing)} needed by skill {self.skill.name}")
+        spaces = observation_spaces(self.obs_space)
+        for k in self.obs_keys:
+            if np.shape(obs[k]) != spaces[k].shape:
+                raise ValueError(f"observation '{k}' has shape {np.shape(obs[k])}, skill {self.skill.name} was "
+                                 f"trained on {spaces[k].shape} (check sim.camera.head width/height)")
         batch = {k: torch.as_tensor(np.asarray(obs[k], dtype=np.float32)).unsqueeze(0) for k in self.obs_keys}
         out = self.actor_critic.act(batch, self.hidden, self.episode_start, deterministic=self.deterministic)
         self.hidden = out.hidden

@@ -21,7 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from rearrange.episodes import EpisodeFileError, load_episodes, save_episodes
-from rearrange.tasks.skill_tasks import SKILL_NAMES, make_skill_task
+from rearrange.tasks.skill_tasks import make_skill_task
+from skills.definitions import SKILL_NAMES, skill_def_from_config
 from trainer.checkpoint import CheckpointError, load_checkpoint
 from trainer.config import ConfigError, compose, exit_with_error, to_plain, unknown_choice
 
@@ -150,12 +151,16 @@ def main(argv: list[str] | None = None) -> None:
     cfg.output_dir = output_dir
     skill_cfg = to_plain(cfg.skill)
     try:
+        skill = skill_def_from_config(skill_cfg)
         make_skill_task(skill_cfg)  # a skill config the task cannot use fails here, before any worker starts
         episodes_path = prepare_dataset(cfg, output_dir)
     except (KeyError, ValueError, ConfigError) as exc:  # EpisodeFileError is a ValueError
         exit_with_error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
 
     import torch
+
+    print(f"training skill {skill.name}: obs {', '.join(skill.obs_keys)}; actions {'+'.join(skill.action_subsets)} "
+          f"({skill.action_dim} dims); {skill.train_max_steps} steps per episode -> {output_dir}", file=sys.stderr)
 
     from trainer.collector import WorkerFailure
     from trainer.train import train  # heavy imports after the argument checks

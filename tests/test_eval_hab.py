@@ -61,6 +61,8 @@ def test_tiny_oracle_run_writes_results_and_chart(tmp_path, capsys):
     assert episode["failed_skill"] in ("nav", "pick", "place") and episode["failed_call"]
     assert episode["end_reason"] == "truncated"
     assert result["failed_skill"] == {episode["failed_skill"]: 1}
+    first_missing = next(n for n in result["stage_order"] if not episode["stages"][n])
+    assert result["failed_subtask"] == {first_missing: 1}
     assert result["measures"]["steps"]["mean"] == 120
     with Image.open(out / "stages.png") as img:
         assert img.format == "PNG" and img.size[0] > 100
@@ -119,3 +121,11 @@ def test_learned_agents_run_skill_checkpoints(tmp_path, agent):
     # with nav the plan starts by navigating to the first object; without nav it starts with the pick
     assert first.startswith("nav(obj_0)" if agent == "tp-srl" else "pick(obj_0)")
     assert not episode["success"]
+
+
+def test_help_shows_examples(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    assert "examples:" in text and "--checkpoint-dir" in text and "tidy_house, prepare_groceries, set_table" in text

@@ -234,3 +234,22 @@ def test_bad_names_raise(layout):
         sim.reset_state({}, {"oven": 0.1}, (1, 1), 0.0)
     with pytest.raises(ValueError, match="valid kinds"):
         RearrangeSim(layout, ["spaceship"])
+
+
+def test_arm_reaches_down_picks_from_table_and_lifts(layout):
+    sim = RearrangeSim(layout, ["tomato_soup_can"])
+    rec = layout.receptacles["table_0"]
+    kind = OBJECT_KINDS["tomato_soup_can"]
+    can = np.array(
+        [rec.center[0], rec.center[1] - rec.half_extent[1] + 0.1, rec.center[2] + kind.rest_height + 0.001]
+    )
+    base = (can[0], rec.center[1] - rec.half_extent[1] - 0.08 - 0.6)
+    sim.reset_state({"obj_0": (can, (1, 0, 0, 0))}, {}, base, np.pi / 2)
+    top = can + np.array([0.0, 0.0, kind.rest_height])
+    assert _reach(sim, top + np.array([0.0, 0.0, 0.1])) < 0.01
+    _reach(sim, top + np.array([0.0, 0.0, 0.005]))
+    assert sim.touching() == "obj_0"
+    sim.step(np.zeros(7), 1.0, np.zeros(2))
+    assert sim.grasped == "obj_0"
+    _reach(sim, top + np.array([0.0, 0.0, 0.25]))
+    assert sim.object_pos("obj_0")[2] > can[2] + 0.2

@@ -96,3 +96,21 @@ def test_colorize_depth():
     img = render.colorize_depth(np.linspace(0, 10, 64, dtype=np.float32).reshape(8, 8, 1), 10.0)
     assert img.shape == (8, 8, 3) and img.dtype == np.uint8
     assert not np.array_equal(img[0, 0], img[-1, -1])
+
+
+def test_bench_sim_cli(tmp_path, capsys):
+    from rearrange import bench
+
+    bench.main(["--steps", "5", "--width", "32", "--height", "32", "--objects", "2"])
+    out = capsys.readouterr().out
+    assert "head depth render" in out and "steps/s" in out
+    png = tmp_path / "docs" / "apartment.png"
+    bench.main(["--snapshot", str(png), "--layout-seed", "101"])
+    import imageio.v3 as iio
+
+    image = iio.imread(png)
+    assert image.ndim == 3 and image.shape[0] == 540 and image.shape[1] > 960
+    assert [p.name for p in png.parent.iterdir()] == ["apartment.png"]  # no temp files left
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--steps", "0"])
+    assert exc.value.code == 2

@@ -130,3 +130,19 @@ def test_stop_slice_position():
         skill = get_skill(name)
         assert skill.subset_slices()["stop"].stop == skill.action_dim
     assert ACTION_SLICES["stop"].start == 10
+
+
+def test_skill_env_ids_registered_with_gymnasium():
+    import gymnasium
+
+    from rearrange.tasks.skill_tasks import register_skill_envs
+
+    register_skill_envs()
+    for env_id in SKILL_ENV_IDS.values():
+        assert env_id in gymnasium.registry
+    env = gymnasium.make("rearrange/Pick-v0", episode_count=1, config_overrides=["skill.base_movement=false"],
+                         sim_cfg={"camera": {"head": {"width": 32, "height": 32}}})
+    assert env.action_space.shape == (8,)
+    obs, info = env.reset(seed=0)
+    assert set(obs) == set(get_skill("pick").obs_keys) and obs["head_depth"].shape == (32, 32, 1)
+    env.close()

@@ -48,3 +48,304 @@ def test_heading_error():
     assert heading_error([0, 0], 0.0, [0, 1]) == pytest.approx(np.pi / 2)
     assert heading_error([0, 0], np.pi / 2, [0, -1]) == pytest.approx(np.pi)
     assert heading_error([1, 1], 3 * np.pi, [0, 1]) == pytest.approx(0.0)
+
+
+# ----------------------------------------------------------------------------- tasks on a real sim
+
+SIM_CFG = {"camera": {"head": {"width": 32, "height": 32}}}  # small depth frames: tests don't look at them
+_EPISODES: dict = {}
+
+
+def episodes(kind: str):
+    if kind not in _EPISODES:
+        from rearrange.generate import generate_episodes
+
+        _EPISODES[kind] = generate_episodes(kind, "train", 1, 0)
+    return _EPISODES[kind]
+
+
+def make_env(kind: str, episode_list=None, **changes):
+    """A RearrangeEnv of skill `kind`; `changes` are (dotted key -> value) edits of its skill config."""
+    from rearrange.env import RearrangeEnv
+    from rearrange.tasks.skill_tasks import make_skill_task
+
+    cfg = load_skill_config(kind)
+    for dotted, value in changes.items():
+        node = cfg
+        *path, last = dotted.split("__")
+        for key in path:
+            node = node[key]
+        node[last] = value
+    env = RearrangeEnv(make_skill_task(cfg), episode_list or episodes(kind), sim_cfg=SIM_CFG)
+    env.reset(seed=0)
+    return env
+
+
+def action(env, arm=None, grip=None, base=None, stop=None):
+    """A subset action for `env` from named parts (missing parts 0)."""
+    parts = {"arm": arm if arm is not None else np.zeros(7), "grip": [0.0 if grip is None else grip],
+             "base": base if base is not None else np.zeros(2), "stop": [-1.0 if stop is None else stop]}
+    return np.concatenate([np.asarray(parts[s], dtype=np.float64) for s in env.task.action_subsets])
+
+
+def arm_toward(sim, point, step=0.02):
+    """Arm action moving the ee `step` m toward `point` (damped least squares on the ee Jacobian)."""
+    jac = sim.ee_jacobian()
+    d = np.asarray(point) - sim.ee_pos
+    dx = d / max(np.linalg.norm(d), 1e-9) * step
+    dq = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(3), dx)
+    return np.clip(dq / 0.0125, -1.0, 1.0)
+
+
+def arm_to_rest(sim):
+    return np.clip((sim.REST_ARM_QPOS - sim.arm_qpos) / 0.0125, -1.0, 1.0)
+
+
+def put_at_suction_cup(sim, name):
+    """Teleport object `name` so that it touches the suction cup (not grasped yet)."""
+    art = {n: sim.art_q(n) for n in sim.art_names}
+    poses = {n: (sim.object_pos(n), sim.object_quat(n)) for n in sim.object_names}
+    sim.reset_state(poses, art, sim.base_xy, sim.base_yaw, arm_qpos=sim.arm_qpos, grasped=name)
+    poses = {n: (sim.object_pos(n), sim.object_quat(n)) for n in sim.object_names}
+    sim.reset_state(poses, art, sim.base_xy, sim.base_yaw, arm_qpos=sim.arm_qpos, grasped=None)
+
+
+def test_pick_dist_reward_sign_toward_and_away():
+    env = make_env("pick")
+    sim, target = env.sim, env.task.target
+    prev = np.linalg.norm(sim.object_pos(target) - sim.ee_pos)
+    toward = []
+    for _ in range(5):
+        _, _, term, _, info = env.step(action(env, arm=arm_toward(sim, sim.object_pos(target)), grip=-1.0))
+        assert info["reward/dist"] == pytest.approx(2.0 * (prev - info["ee_to_object_dist"]), abs=1e-9)
+        prev = info["ee_to_object_dist"]
+        toward.append(info["reward/dist"])
+        assert not term
+    assert all(r > 0 for r in toward)
+    away = []
+    for _ in range(3):
+        away_point = 2 * sim.ee_pos - sim.object_pos(target)
+        _, _, _, _, info = env.step(action(env, arm=arm_toward(sim, away_point), grip=-1.0))
+        away.append(info["reward/dist"])
+    assert sum(away) < 0
+    env.close()
+
+
+def test_pick_bonus_once_then_success_ends_with_bonus():
+    env = make_env("pick")
+    sim, target = env.sim, env.task.target
+    for _ in range(25):  # arm out, away from the resting position (grip off)
+        env.step(action(env, arm=arm_toward(sim, sim.object_pos(target)), grip=-1.0))
+    assert np.linalg.norm(sim.resting_pos_base - sim.ee_pos_base) > 0.15
+    put_at_suction_cup(sim, target)
+    _, reward, term, _, info = env.step(action(env, grip=1.0))
+    assert sim.grasped == target
+    assert info["reward/pick"] == 2.0 and info["reward/dist"] == 0.0 and not term and info["success"] == 0.0
+    # holding: no second bonus, and releasing is blocked (block_release)
+    _, _, term, _, info = env.step(action(env, grip=-1.0))
+    assert "reward/pick" not in info and sim.grasped == target and not term
+    total_bonus, steps = 0.0, 0
+    while not term and steps < 100:  # back to rest with the object
+        _, reward, term, _, info = env.step(action(env, arm=arm_to_rest(sim), grip=1.0))
+        total_bonus += info.get("reward/pick", 0.0)
+        steps += 1
+        if not term:
+            assert info["reward/dist"] > -1e-3  # ee -> rest shrinks
+    assert term and info["success"] == 1.0 and info["reward/success"] == 10.0 and total_bonus == 0.0
+    assert reward == pytest.approx(sum(v for k, v in info.items() if k.startswith("reward/")))
+    env.close()
+
+
+def test_pick_wrong_object_penalty_ends():
+    env = make_env("pick")
+    sim = env.sim
+    other = next(n for n in sim.object_names if n != env.task.target)
+    put_at_suction_cup(sim, other)
+    _, reward, term, _, info = env.step(action(env, grip=1.0))
+    assert sim.grasped == other
+    assert info["reward/wrong_pick"] == -0.5 and term and info["success"] == 0.0 and "reward/pick" not in info
+    env.close()
+
+
+def test_pick_drop_penalty_when_release_allowed():
+    env = make_env("pick", block_release=False)
+    sim, target = env.sim, env.task.target
+    for _ in range(25):
+        env.step(action(env, arm=arm_toward(sim, sim.object_pos(target)), grip=-1.0))
+    put_at_suction_cup(sim, target)
+    _, _, term, _, info = env.step(action(env, grip=1.0))
+    assert info["reward/pick"] == 2.0 and not term
+    _, _, term, _, info = env.step(action(env, grip=-1.0))
+    assert sim.grasped is None and info["reward/drop"] == -0.5 and term
+    env.close()
+
+
+def test_contact_force_penalty_and_force_termination():
+    env = make_env("pick")
+    sim = env.sim
+    other = next(n for n in sim.object_names if n != env.task.target)
+    sim.set_object_pose(other, sim.ee_pos, [1.0, 0.0, 0.0, 0.0])  # knock an object into the gripper
+    _, _, term, _, info = env.step(action(env, grip=-1.0))
+    force = info["robot_contact_force"]
+    assert force > 20.0
+    assert info["reward/force"] == pytest.approx(-min(1e-4 * force, 0.01)) and info["reward/force"] < 0
+    assert not term
+    _, _, _, _, info = env.step(action(env, grip=-1.0))
+    assert info["robot_contact_force"] <= 20.0 and info["reward/force"] == 0.0  # no contact, no charge
+    env.close()
+    env = make_env("pick", reward__force__max_instant_force=100.0)
+    sim = env.sim
+    sim.set_object_pose(other, sim.ee_pos, [1.0, 0.0, 0.0, 0.0])
+    _, _, term, _, info = env.step(action(env, grip=-1.0))
+    assert term and info["force_terminate"] == 1.0
+    assert info["reward/force"] == pytest.approx(-(0.01 + 1.0))  # capped penalty + force_end_pen
+    env.close()
+
+
+def _place_episode_with_goal_at_hand():
+    """The place episode with its goal moved to where the held object starts."""
+    import copy
+
+    env = make_env("place")
+    held = env.sim.object_pos(env.task.target)
+    env.close()
+    ep = copy.deepcopy(episodes("place")[0])
+    ep.targets[0].goal_pos = [float(v) for v in held]
+    return ep
+
+
+def test_place_moving_object_to_goal_pays_and_far_release_ends():
+    env = make_env("place")
+    sim, target, goal = env.sim, env.task.target, env.task.goal
+    assert sim.grasped == target  # starts holding
+    _, _, term, _, info = env.step(action(env, arm=arm_toward(sim, goal), grip=1.0))
+    rewards = []
+    for _ in range(4):
+        _, _, term, _, info = env.step(action(env, arm=arm_toward(sim, goal), grip=1.0))
+        rewards.append(info["reward/dist"])
+    assert info["object_to_goal_dist"] > 0.15 and all(r > 0 for r in rewards) and not term
+    _, _, term, _, info = env.step(action(env, grip=-1.0))  # release far from the goal
+    assert term and info["wrong_drop"] == 1.0 and "reward/place" not in info and info["success"] == 0.0
+    env.close()
+
+
+def test_place_release_at_goal_pays_place_and_success():
+    env = make_env("place", [_place_episode_with_goal_at_hand()])
+    sim = env.sim
+    _, _, term, _, info = env.step(action(env, grip=1.0))
+    assert not term and info["object_to_goal_dist"] < 0.15
+    _, reward, term, _, info = env.step(action(env, grip=-1.0))  # release at the goal, arm at rest
+    assert sim.grasped is None
+    assert info["reward/place"] == 5.0 and info["reward/success"] == 10.0 and info["success"] == 1.0 and term
+    env.close()
+
+
+def _turn_to(sim, xy):
+    ang = np.arctan2(xy[1] - sim.base_xy[1], xy[0] - sim.base_xy[0]) - sim.base_yaw
+    return float(np.clip(((ang + np.pi) % (2 * np.pi) - np.pi) / 0.0833, -1.0, 1.0))
+
+
+def test_nav_driving_along_path_pays_and_stop_far_ends_without_success():
+    env = make_env("nav")
+    sim, goal = env.sim, env.task.goal_xy
+    path = sim.navmap.path(sim.base_xy, goal)
+    assert len(path) >= 2
+    waypoint = path[1] if np.linalg.norm(path[1] - sim.base_xy) > 0.2 else path[min(2, len(path) - 1)]
+    for _ in range(40):  # face the first waypoint
+        turn = _turn_to(sim, waypoint)
+        if abs(turn) < 0.05:
+            break
+        env.step(action(env, base=[0.0, turn]))
+    total = 0.0
+    for _ in range(6):
+        _, _, term, _, info = env.step(action(env, base=[1.0, _turn_to(sim, waypoint)]))
+        total += info["reward/dist"]
+        assert not term
+    assert total > 0.2  # ~0.5 m of progress on the geodesic
+    assert info["nav_dist"] > 1.5
+    _, reward, term, _, info = env.step(action(env, stop=1.0))
+    assert term and info["success"] == 0.0 and "reward/success" not in info
+    env.close()
+
+
+def test_nav_turning_toward_goal_pays_and_stop_at_goal_succeeds():
+    env = make_env("nav")
+    sim, goal = env.sim, env.task.goal_xy
+    # stand on the navigable point nearest the goal, facing away from it
+    free = sim.navmap.nearest_navigable(goal)
+    assert free is not None and np.linalg.norm(free - goal) < 1.4
+    away = np.arctan2(free[1] - goal[1], free[0] - goal[0])
+    sim.set_base_pose(free, away)
+    env.task.reset(sim, env.current_episode, np.random.default_rng(0))
+    turns = []
+    for _ in range(60):
+        turn = _turn_to(sim, goal)
+        if abs(turn) < 0.02:
+            break
+        _, _, term, _, info = env.step(action(env, base=[0.0, turn]))
+        turns.append(info["reward/angle"])
+        assert not term
+    assert sum(turns) == pytest.approx(np.pi - info["nav_angle"], abs=0.3) and sum(turns) > 2.0
+    _, reward, term, _, info = env.step(action(env, stop=1.0))
+    assert term and info["success"] == 1.0 and info["reward/success"] == 10.0
+    env.close()
+
+
+@pytest.mark.parametrize("kind", ["open_fridge", "open_cab"])
+def test_art_reward_rises_toward_desired_state_and_bonus_once(kind):
+    env = make_env(kind)
+    sim, task = env.sim, env.task
+    # step back 1.2 m so that the teleported door/drawer does not hit the robot (that would be a
+    # force termination, tested elsewhere)
+    back = sim.base_xy - 1.2 * np.array([np.cos(sim.base_yaw), np.sin(sim.base_yaw)])
+    assert sim.base_is_free(back)
+    sim.set_base_pose(back, sim.base_yaw)
+    task.reset(sim, env.current_episode, np.random.default_rng(0))
+    art = task.art
+    lo, hi = sim.art_range(art)
+    assert task.desired == pytest.approx(min(load_skill_config(kind)["articulated"]["desired_state"], hi))
+    rewards = []
+    for frac in (0.2, 0.4, 0.6):
+        sim.set_art_q(art, lo + frac * (task.desired - lo))
+        _, _, term, _, info = env.step(action(env, grip=-1.0))
+        rewards.append(info["reward/art_dist"])
+        assert not term
+    assert all(r > 0 for r in rewards)
+    sim.set_art_q(art, lo + 0.3 * (task.desired - lo))  # back toward closed: negative
+    _, _, _, _, info = env.step(action(env, grip=-1.0))
+    assert info["reward/art_dist"] < 0
+    sim.set_art_q(art, task.desired)
+    _, _, term, _, info = env.step(action(env, grip=-1.0))
+    assert info["reward/at_desired_state"] == 5.0 and info["at_desired_state"] == 1.0
+    _, _, term, _, info = env.step(action(env, grip=-1.0))
+    assert "reward/at_desired_state" not in info and not term  # once; no stop, no end
+    _, _, term, _, info = env.step(action(env, grip=-1.0, stop=1.0))  # at rest, not grasping, stop
+    assert term and info["success"] == 1.0 and info["reward/success"] == 10.0
+    env.close()
+
+
+def test_art_stop_before_desired_state_ends_without_success():
+    env = make_env("open_fridge")
+    _, _, term, _, info = env.step(action(env, grip=-1.0, stop=1.0))
+    assert term and info["success"] == 0.0 and "reward/success" not in info
+    env.close()
+
+
+def test_art_wrong_grasp_penalty_ends():
+    env = make_env("open_cab")
+    sim = env.sim
+    put_at_suction_cup(sim, sim.object_names[0])
+    _, _, term, _, info = env.step(action(env, grip=1.0))
+    assert sim.grasped == sim.object_names[0]
+    assert info["reward/wrong_grasp"] == -5.0 and term and "reward/grasp" not in info
+    env.close()
+
+
+def test_close_task_ignores_grip():
+    env = make_env("close_cab")
+    sim = env.sim
+    assert env.task.grip_disabled
+    put_at_suction_cup(sim, sim.object_names[0])
+    _, _, term, _, info = env.step(action(env, grip=1.0))
+    assert sim.grasped is None and "reward/wrong_grasp" not in info
+    env.close()

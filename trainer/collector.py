@@ -131,6 +131,7 @@ class Collector:
         self._completed = np.zeros(n, dtype=np.int64)
         self._created = np.zeros(n, dtype=np.int64)
         self._new_rows = 0
+        self._carried_boundary = 0  # slots below it were carried in from the previous rollout
         self.interrupt_requested: Callable[[], bool] = lambda: False
         self._started = False
 
@@ -185,13 +186,17 @@ class Collector:
         if self.failures_in_row[e] > self.max_failures_in_row:
             raise WorkerFailure(f"env worker {e} failed {self.failures_in_row[e]} times in a row; last: {reason}")
         log.warning("env worker %d (rank %d) restarted: %s", e, self.rank, reason)
-        dropped = self.storage.drop_episode(e, int(self.episode_id[e]))
-        # dropped rows no longer count towards this rollout's per-env quota
-        new_dropped = dropped[dropped >= self._stats.carried_in]
-        self._created[e] -= len(new_dropped)
-        self._completed[e] -= int(np.sum(self.storage.complete[dropped]))
-        self._new_rows -= len(new_dropped)
         self.pending[e] = -1
+        complete_before = self.storage.complete[: self.storage.size].copy()
+        dropped, new_slot = self.storage.drop_episode(e, int(self.episode_id[e]))
+        # the dropped rows no longer count towards this rollout's quotas
+        new_dropped = dropped[dropped >= self._carried_boundary]
+        self._created[e] -= len(new_dropped)
+        self._completed[e] -= int(np.sum(complete_before[dropped]))
+        self._new_rows -= len(new_dropped)
+        self._carried_boundary -= int(np.sum(dropped < self._carried_boundary))
+        busy = self.pending >= 0
+        self.pending[busy] = new_slot[self.pending[busy]]
         self.total_restarts += 1
         self._stats.restarts += 1
         self._last_ready_time[e] = np.nan
@@ -277,6 +282,7 @@ class Collector:
         fixed = self.mode != "ver"
         carried_in = int(np.sum(self.pending >= 0))
         self._stats = CollectStats(carried_in=carried_in)
+        self._carried_boundary = carried_in
         self._completed[:] = 0
         self._created[:] = 0
         self._new_rows = 0

@@ -5,6 +5,7 @@ recurrent state, ids and policy version; the step's reward and done are written 
 later, when the env's next request arrives (`set_result`). A slot whose reward has not arrived is
 *in flight*. At the end of a rollout `build` hands the complete rows to learning and `carry_over`
 moves the in-flight rows to the front, so they become the first rows of the next rollout.
+`drop_episode` removes the rows of an episode whose env worker failed.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ class RolloutStorage:
         self.step_ids = torch.zeros(capacity, dtype=torch.long)
         self.policy_version = torch.zeros(capacity, dtype=torch.long)
         self.complete = np.zeros(capacity, dtype=bool)  # reward and done have arrived
-        self.valid = np.zeros(capacity, dtype=bool)  # False: dropped (its worker crashed mid-episode)
         self.size = 0
 
     def append(
@@ -73,7 +73,6 @@ class RolloutStorage:
         self.rewards[s] = 0.0
         self.dones[s] = False
         self.complete[s] = False
-        self.valid[s] = True
         self.size += count
         return np.arange(s.start, s.stop)
 
@@ -82,18 +81,36 @@ class RolloutStorage:
         self.dones[slot] = done
         self.complete[slot] = True
 
-    def drop_episode(self, env_idx: int, episode_id: int) -> np.ndarray:
-        """Mark every stored row of one (env, episode) as unusable; returns their slots."""
+    def drop_episode(self, env_idx: int, episode_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """Remove every stored row of one (env, episode), compacting the buffer.
+
+        Returns (the removed slots, `new_slot` with `new_slot[old] = new position` or -1 if removed).
+        """
         n = self.size
-        hit = (self.env_ids[:n].numpy() == env_idx) & (self.episode_ids[:n].numpy() == episode_id) & self.valid[:n]
-        slots = np.nonzero(hit)[0]
-        self.valid[slots] = False
-        return slots
+        hit = (self.env_ids[:n].numpy() == env_idx) & (self.episode_ids[:n].numpy() == episode_id)
+        removed = np.nonzero(hit)[0]
+        keep = np.nonzero(~hit)[0]
+        new_slot = np.full(n, -1, dtype=np.int64)
+        new_slot[keep] = np.arange(len(keep))
+        if len(removed):
+            self._move(keep)
+            self.size = len(keep)
+        return removed, new_slot
+
+    def _move(self, slots: np.ndarray) -> None:
+        """Rows at `slots` (ascending) become rows 0..len(slots)-1."""
+        k = len(slots)
+        src = torch.from_numpy(slots)
+        for tensor in (*self.obs.values(), self.actions, self.log_probs, self.values, self.rewards, self.dones,
+                       self.episode_start, self.hidden, self.env_ids, self.episode_ids, self.step_ids,
+                       self.policy_version):
+            tensor[:k] = tensor[src].clone()
+        self.complete[:k] = self.complete[slots]
 
     def build(self, bootstrap_value: torch.Tensor, num_envs: int, expected_steps_per_env: float) -> Rollout:
-        """The complete, valid rows in slot order (copies), as a `Rollout`."""
+        """The complete rows in slot order (copies), as a `Rollout`."""
         n = self.size
-        rows = torch.from_numpy(np.nonzero(self.complete[:n] & self.valid[:n])[0])
+        rows = torch.from_numpy(np.nonzero(self.complete[:n])[0])
         return Rollout(
             obs={k: v[rows].clone() for k, v in self.obs.items()},
             actions=self.actions[rows].clone(),
@@ -115,14 +132,7 @@ class RolloutStorage:
     def carry_over(self, slots: np.ndarray) -> np.ndarray:
         """Keep only the rows at `slots` (in flight), moved to the front in order; returns their new slots."""
         slots = np.sort(np.asarray(slots, dtype=np.int64))
-        k = len(slots)
-        if k:
-            src = torch.from_numpy(slots)
-            for tensor in (*self.obs.values(), self.actions, self.log_probs, self.values, self.rewards, self.dones,
-                           self.episode_start, self.hidden, self.env_ids, self.episode_ids, self.step_ids,
-                           self.policy_version):
-                tensor[:k] = tensor[src].clone()
-            self.complete[:k] = self.complete[slots]
-            self.valid[:k] = self.valid[slots]
-        self.size = k
-        return np.arange(k)
+        if len(slots):
+            self._move(slots)
+        self.size = len(slots)
+        return np.arange(len(slots))

@@ -15,7 +15,16 @@ import numpy as np
 
 from rearrange.actions import ACTION_DIM, ACTION_SLICES, check_subsets
 from rearrange.sensors import SensorTarget, target_from_episode
-from skills.oracles.base_follow import BaseFollower, FollowGains, rest_arm_clear, standing_point, wrap_angle
+from skills.oracles.base_follow import (
+    BaseFollower,
+    FollowGains,
+    arm_safe_base_action,
+    furniture_clearance,
+    rest_arm_clear,
+    standing_point,
+    wall_between,
+    wrap_angle,
+)
 from skills.oracles.ik import ArmIK, IKGains
 
 GRASP = 1.0
@@ -61,6 +70,7 @@ class Oracle:
         self.phase = "idle"
         self.phase_steps = 0
         self._approach = "start"
+        self._unsafe_steps = 0
         self.steps = 0
         self.done = False
 
@@ -76,14 +86,30 @@ class Oracle:
         self.phase_steps = 0
         self._approach = "start"
         self.steps = 0
+        self._unsafe_steps = 0
         self.done = False
         self.follower.clear()
         self.target = target
         self._start(sim, target)
 
     def act(self, sim) -> np.ndarray:
-        """The full 11-dim action for this step."""
+        """The full 11-dim action for this step.
+
+        While the arm is near its rest pose (where it sticks out of the base disc), base motion that
+        would swing it into a wall or tall furniture is replaced by a safe alternative.
+        """
         action = self._step(sim)
+        base = action[ACTION_SLICES["base"]]
+        safety = self.cfg["arm_safety"]
+        if np.any(base != 0.0) and self.ik.rest_error(sim) < safety["near_rest"]:
+            safe = arm_safe_base_action(sim, base, safety["arm_points"], safety["height"], safety["margin"])
+            if safe is None or not np.array_equal(safe, base):
+                # overridden too often in this phase (no safe way on): creep on with the intended
+                # motion, slow contact is gentle
+                self._unsafe_steps += 1
+                if safe is None or self._unsafe_steps > safety["patience"]:
+                    safe = np.asarray(base) * safety["creep"]
+            action[ACTION_SLICES["base"]] = safe
         self.steps += 1
         self.phase_steps += 1
         return action
@@ -100,16 +126,20 @@ class Oracle:
         self.phase = phase
         self.phase_steps = 0
         self._approach = "start"
+        self._unsafe_steps = 0
 
     def in_work_zone(self, sim, point: np.ndarray, zone: Mapping[str, float]) -> bool:
         """True if `point` (world) lies where the arm can work on it without moving the base.
 
-        `zone` has `min_dist`, `max_dist` (horizontal, from the base centre) and `max_bearing` (rad).
+        `zone` has `min_dist`, `max_dist` (horizontal, from the base centre) and `max_bearing` (rad);
+        a wall between the base and the point rules it out.
         """
         p = np.asarray(sim.to_base(np.asarray(point, dtype=np.float64)))
         dist = float(np.hypot(p[0], p[1]))
         bearing = abs(float(np.arctan2(p[1], p[0])))
-        return zone["min_dist"] <= dist <= zone["max_dist"] and bearing <= zone["max_bearing"]
+        if not (zone["min_dist"] <= dist <= zone["max_dist"] and bearing <= zone["max_bearing"]):
+            return False
+        return not bool(wall_between(sim, np.asarray(sim.base_xy)[None], np.asarray(point)[:2])[0])
 
     def approach(self, sim, point: np.ndarray, zone: Mapping[str, float], valid=None) -> tuple[np.ndarray, bool]:
         """Base action bringing `point` into the work zone: drive to a standing point, then face it.
@@ -121,19 +151,56 @@ class Oracle:
             if self.in_work_zone(sim, point, zone):
                 return np.zeros(2), True
             if valid is None:
-                valid = rest_arm_clear(sim, point, zone["rest_arm_points"], zone["rest_arm_height"],
-                                       zone["rest_clearance"])
+                safety = self.cfg["arm_safety"]
+                valid = rest_arm_clear(sim, point, safety["arm_points"], safety["height"], safety["margin"])
             stand = standing_point(sim, point, zone["preferred_dist"], zone["search_radius"],
                                    zone["geodesic_weight"], valid)
             if stand is None:  # nowhere with a free arm: the nearest good working distance
                 stand = standing_point(sim, point, zone["preferred_dist"], zone["search_radius"],
                                        zone["geodesic_weight"])
-            self._approach = "drive" if stand is not None and self.follower.set_goal(sim, stand) else "face"
+            self._stand = stand
+            self._approach = "face"
+            if stand is not None:
+                pre = self._pre_stand(sim, point, stand, zone)
+                if pre is not None and self.follower.set_goal(sim, pre):
+                    self._approach = "drive"
+                elif self.follower.set_goal(sim, stand):
+                    self._approach = "final"
         if self._approach == "drive":
+            if not self.follower.arrived(sim):
+                return self.follower.act(sim), False
+            self._approach = "align"
+        if self._approach == "align":
+            # at the pre-standing point: face the work point, then drive straight in
+            action, facing = self.follower.face_point(sim, point)
+            if not facing:
+                return action, False
+            self.follower.set_goal(sim, self._stand)
+            self._approach = "final"
+        if self._approach == "final":
             if not self.follower.arrived(sim):
                 return self.follower.act(sim), False
             self._approach = "face"
         return self.follower.face_point(sim, point)
+
+    def _pre_stand(self, sim, point: np.ndarray, stand: np.ndarray, zone: Mapping[str, float]) -> np.ndarray | None:
+        """A point behind the standing point on the line to the work point, from which the base drives
+        straight in (so the arm, pointing at the work point, never sweeps sideways near furniture)."""
+        navmap = sim.navmap
+        facing = np.asarray(point, dtype=np.float64)[:2] - stand
+        facing = facing / max(float(np.linalg.norm(facing)), 1e-9)
+        if float(np.linalg.norm(stand - np.asarray(sim.base_xy))) < zone["pre_stand_dist"]:
+            return None
+        safety = self.cfg["arm_safety"]
+        arm_reach = float(np.max(np.linalg.norm(np.asarray(safety["arm_points"], dtype=np.float64), axis=1)))
+        for dist in (zone["pre_stand_dist"], 0.5 * zone["pre_stand_dist"]):
+            pre = stand - dist * facing
+            if not (navmap.is_navigable(pre) and navmap.segment_clear(pre, stand)):
+                continue
+            # the base turns in place here: the arm sweeps a full circle
+            if furniture_clearance(sim, pre[None], safety["height"])[0] > arm_reach + safety["margin"]:
+                return pre
+        return None
 
     @staticmethod
     def bearing_to(sim, point: np.ndarray) -> float:

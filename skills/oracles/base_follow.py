@@ -249,8 +249,9 @@ def furniture_clearance(sim, points_xy: np.ndarray, above_z: float) -> np.ndarra
 
 
 def rest_arm_clear(sim, target_xy: np.ndarray, arm_points: np.ndarray, height: float, margin: float):
-    """Standing-point filter: with the base facing `target_xy`, the arm at rest (base-frame xy points
-    `arm_points`, e.g. ee and elbow) stays `margin` clear of walls and furniture taller than `height`."""
+    """Standing-point filter: no wall between the base and `target_xy`, and with the base facing it the
+    arm at rest (base-frame xy points `arm_points`, e.g. ee and elbow) stays `margin` clear of walls
+    and furniture taller than `height`."""
     target = np.asarray(target_xy, dtype=np.float64)[:2]
     arm = np.asarray(arm_points, dtype=np.float64).reshape(-1, 2)
 
@@ -258,9 +259,65 @@ def rest_arm_clear(sim, target_xy: np.ndarray, arm_points: np.ndarray, height: f
         d = target - cands
         fwd = d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-9)
         left = np.stack([-fwd[:, 1], fwd[:, 0]], axis=1)
-        ok = np.ones(len(cands), dtype=bool)
+        ok = ~wall_between(sim, cands, target)
         for px, py in arm:
             ok &= furniture_clearance(sim, cands + px * fwd + py * left, height) > margin
         return ok
 
     return valid
+
+
+def wall_between(sim, cands: np.ndarray, target_xy: np.ndarray, step: float = 0.02) -> np.ndarray:
+    """For each of (N, 2) candidate base positions: does the straight line to `target_xy` cross a wall?"""
+    target = np.asarray(target_xy, dtype=np.float64)[:2]
+    cands = np.asarray(cands, dtype=np.float64).reshape(-1, 2)
+    n = max(int(np.ceil(float(np.max(np.linalg.norm(cands - target, axis=1), initial=0.0)) / step)), 1)
+    crossed = np.zeros(len(cands), dtype=bool)
+    for t in np.linspace(0.0, 1.0, n + 1):
+        pts = cands + t * (target - cands)
+        for box in sim.layout.walls:
+            c, s = np.cos(box.yaw), np.sin(box.yaw)
+            d = pts - np.asarray(box.center[:2], dtype=np.float64)
+            lx, ly = c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]
+            crossed |= (np.abs(lx) <= float(box.half_size[0])) & (np.abs(ly) <= float(box.half_size[1]))
+    return crossed
+
+
+def predict_base_pose(sim, action: np.ndarray) -> tuple[np.ndarray, float]:
+    """Where a base action would put the base after one step (ignoring collisions)."""
+    lin_step, ang_step = base_step_sizes(sim)
+    lin = float(np.clip(action[0], -1.0, 1.0)) * lin_step
+    ang = float(np.clip(action[1], -1.0, 1.0)) * ang_step
+    yaw = float(sim.base_yaw)
+    mid = yaw + ang / 2.0
+    return np.asarray(sim.base_xy, dtype=np.float64) + lin * np.array([np.cos(mid), np.sin(mid)]), yaw + ang
+
+
+def arm_clearance_at(sim, xy: np.ndarray, yaw: float, arm_points: np.ndarray, height: float) -> float:
+    """Smallest distance from the arm's base-frame xy points, with the base at (xy, yaw), to walls and
+    furniture taller than `height`."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    pts = np.asarray(arm_points, dtype=np.float64).reshape(-1, 2)
+    world = np.asarray(xy, dtype=np.float64) + np.stack([c * pts[:, 0] - s * pts[:, 1], s * pts[:, 0] + c * pts[:, 1]], 1)
+    return float(np.min(furniture_clearance(sim, world, height)))
+
+
+def arm_safe_base_action(sim, action: np.ndarray, arm_points: np.ndarray, height: float,
+                         margin: float) -> np.ndarray:
+    """The base action, or the first of a few alternatives (slower turn, backing up, turning the
+    other way), that does not swing the arm into walls or tall furniture: after the step the arm's
+    clearance must be at least `margin`, or at least not smaller than now. Motions that would leave
+    the navigable area are not alternatives (the base could not make them). None if nothing is safe.
+    """
+    now = arm_clearance_at(sim, sim.base_xy, sim.base_yaw, arm_points, height)
+    a = np.asarray(action, dtype=np.float64)
+    candidates = [a, np.array([a[0], 0.5 * a[1]]), np.array([-1.0, a[1]]), np.array([-1.0, 0.0]),
+                  np.array([0.0, -a[1]])]
+    for k, cand in enumerate(candidates):
+        xy, yaw = predict_base_pose(sim, cand)
+        if k > 0 and cand[0] != 0.0 and not sim.navmap.is_navigable(xy):
+            continue
+        after = arm_clearance_at(sim, xy, yaw, arm_points, height)
+        if after >= margin or after >= now - 1e-6:
+            return cand
+    return None

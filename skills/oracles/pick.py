@@ -1,7 +1,7 @@
 """Pick oracle: drive within reach, suction the object from above, lift, return the arm to rest.
 
-Phases: `approach` (base to a standing point near the object, facing it, arm at rest) ->
-`above` (IK the suction cup above the object) -> `descend` (move down onto it with suction on until
+Phases: `approach` (base to a standing point near the object, facing it, arm at rest) -> `raise`
+(ee straight up when the object is higher) -> `above` (IK the suction cup above the object) -> `descend` (move down onto it with suction on until
 the object attaches) -> `lift` -> `rest` (joint-space return to the rest pose; done when the ee is
 within the rest tolerance). A descent that attaches nothing goes back to `above`; an object that
 leaves the work zone sends the oracle back to `approach`.
@@ -40,8 +40,16 @@ class PickOracle(Oracle):
         if self.phase == "approach":
             base, ready = self.approach(sim, obj, zone)
             if ready:
-                self.goto("above")
+                self.goto("raise")
             return full_action(arm=self.ik.action_to_rest(sim), grip=RELEASE, base=base)
+
+        if self.phase == "raise":
+            # first straight up if the object is higher than the ee, so the arm clears the receptacle
+            goal = np.asarray(sim.ee_pos, dtype=np.float64).copy()
+            goal[2] = max(goal[2], obj[2] + c["above"])
+            if abs(goal[2] - sim.ee_pos[2]) < c["tolerance"] or self.phase_steps >= c["above_steps"]:
+                self.goto("above")
+            return full_action(arm=self.ik.action_towards(sim, goal), grip=RELEASE)
 
         if self.phase == "above":
             goal = obj + np.array([0.0, 0.0, c["above"]])
