@@ -134,7 +134,10 @@ def mode_config(skill: str, mode: str, overrides: Sequence[str], bench: Mapping[
                 num_envs: int, num_steps: int, total_steps: int, output_dir: str) -> DictConfig:
     """The full training config of one mode: bench_ver.yaml (= train_skill.yaml) + overrides."""
     cheap = bench["cheap_workloads"].get(skill)
-    group = [f"skill={skill}"] if cheap is None else [f"policy={cheap['policy']}"]
+    if cheap is None:
+        group = [f"skill={skill}", *bench["workload_overrides"].get(skill, [])]
+    else:
+        group = [f"policy={cheap['policy']}"]
     cfg = compose("bench_ver", [*group, f"trainer={mode}", *overrides])
     cfg.trainer.mode = mode
     cfg.trainer.num_envs = num_envs
@@ -284,6 +287,7 @@ def _raw_run(env_fn, cfg: DictConfig, counters, warmup_windows: int) -> dict[str
     steps = 0
     marks: list[tuple[int, float]] = []  # (steps, time) at the end of each window
     action_time = wait_time = 0.0
+    action_at_warmup = wait_at_warmup = 0.0  # the same, at the end of the warm-up windows
     snapshot = None
     try:
         pool.start_all()
@@ -316,6 +320,7 @@ def _raw_run(env_fn, cfg: DictConfig, counters, warmup_windows: int) -> dict[str
                         marks.append((steps, time.monotonic()))
                         if len(marks) == warmup_windows:
                             snapshot = counters.numpy().copy()
+                            action_at_warmup, wait_at_warmup = action_time, wait_time
         t_end = time.monotonic()
     finally:
         pool.close()
@@ -331,8 +336,8 @@ def _raw_run(env_fn, cfg: DictConfig, counters, warmup_windows: int) -> dict[str
         "measured_steps": s_end - s_w,
         "measured_seconds": t_last - t_w,
         "total_seconds": t_end - t_start,
-        "action_seconds": action_time,
-        "wait_seconds": wait_time,
+        "action_seconds": action_time - action_at_warmup,  # after the warm-up
+        "wait_seconds": wait_time - wait_at_warmup,
         "snapshot": snapshot,
     }
 
@@ -454,6 +459,7 @@ def train_stats(records: list[dict[str, float]], warmup: int) -> dict[str, Any]:
     return {
         "mean_sps": steps / max(seconds, 1e-9),
         "max_sps": max(r["perf/sps"] for r in measured),
+        "collect_sps": steps / max(collect, 1e-9),  # collection alone (what the modes differ in)
         "rollout_sps": [r["perf/sps"] for r in records],
         "measured_steps": int(steps),
         "measured_seconds": seconds,
@@ -492,6 +498,7 @@ def analyse(result: Mapping[str, Any], warmup: int, num_envs: int) -> dict[str, 
             "status": "ok",
             "mean_sps": result["measured_steps"] / max(result["measured_seconds"], 1e-9),
             "max_sps": max(result["window_sps"][warmup:]),
+            "collect_sps": result["measured_steps"] / max(result["measured_seconds"], 1e-9),
             "rollout_sps": result["window_sps"],
             "measured_steps": result["measured_steps"],
             "measured_seconds": result["measured_seconds"],
@@ -518,6 +525,8 @@ def ratios(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
         if row and row.get("status") == "ok" and row["mean_sps"] > 0:
             out[f"ver_over_{other}"] = ver["mean_sps"] / row["mean_sps"]
             out[f"ver_over_{other}_max"] = ver["max_sps"] / row["max_sps"]
+            if row.get("collect_sps"):
+                out[f"ver_over_{other}_collect"] = ver["collect_sps"] / row["collect_sps"]
     return out
 
 
@@ -526,7 +535,7 @@ def ratios(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
 
 def format_table(report: Mapping[str, Any]) -> str:
     rows = report["modes"]
-    head = (f"{'mode':<15}{'mean SPS':>10}{'max SPS':>10}{'sim ms/step':>12}{'sim busy':>9}"
+    head = (f"{'mode':<15}{'mean SPS':>10}{'max SPS':>10}{'collect SPS':>12}{'sim ms/step':>12}{'sim busy':>9}"
             f"{'infer s':>9}{'learn s':>9}{'wait s':>8}{'wall s':>8}")
     lines = [head, "-" * len(head)]
     for mode, row in rows.items():
@@ -535,7 +544,7 @@ def format_table(report: Mapping[str, Any]) -> str:
             continue
         t, sim = row.get("time_s", {}), row.get("sim", {})
         lines.append(
-            f"{mode:<15}{row['mean_sps']:>10.1f}{row['max_sps']:>10.1f}"
+            f"{mode:<15}{row['mean_sps']:>10.1f}{row['max_sps']:>10.1f}{_fmt(row.get('collect_sps'), 12, 1)}"
             f"{_fmt(sim.get('ms_per_step'), 12, 2)}{_fmt(sim.get('busy_fraction'), 9, 2)}"
             f"{_fmt(t.get('inference'), 9, 1)}{_fmt(t.get('learning'), 9, 1)}{_fmt(t.get('waiting'), 8, 1)}"
             f"{_fmt(row.get('measured_seconds'), 8, 1)}")
@@ -550,8 +559,14 @@ def format_table(report: Mapping[str, Any]) -> str:
                              f"speed-up x{item.get('speedup', float('nan')):.2f}")
     if report["ratios"]:
         lines.append("")
-        lines.append("ratios (mean SPS): " + ", ".join(
-            f"{k} {v:.2f}" for k, v in report["ratios"].items() if not k.endswith("_max")))
+        r = report["ratios"]
+        lines.append("ratios, end-to-end mean SPS: " + ", ".join(
+            f"{k} {v:.2f}" for k, v in r.items() if not k.endswith(("_max", "_collect"))))
+        lines.append("ratios, best rollout:        " + ", ".join(
+            f"{k[:-4]} {v:.2f}" for k, v in r.items() if k.endswith("_max")))
+        collect = {k: v for k, v in r.items() if k.endswith("_collect")}
+        if collect:
+            lines.append("ratios, collection alone:    " + ", ".join(f"{k[:-8]} {v:.2f}" for k, v in collect.items()))
     for goal in report.get("goals", []):
         lines.append(f"goal {goal['name']} >= {goal['target']}: {goal['value']:.2f} "
                      f"{'met' if goal['met'] else 'MISSED'}")
@@ -583,16 +598,20 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
     ax1.set_title(f"{cfg['skill']}: N={cfg['num_envs']}, T={cfg['num_steps']}"
                   + (f", {cfg['slow_envs']} env(s) x{cfg['slow_factor']:g} slower" if cfg["slow_envs"] else ""))
     ax1.legend(fontsize=8)
+    # Sample Factory's learner and inference worker run in parallel processes: their times overlap and
+    # are not shares of one timeline, so they stay in the JSON and out of this chart.
+    ours = [m for m in names if m != "sample_factory"]
+    x2 = np.arange(len(ours))
     parts = ("inference", "learning", "waiting", "collect_other")
-    bottom = np.zeros(len(names))
+    bottom = np.zeros(len(ours))
     for part in parts:
         values = np.array([ok[m].get("time_s", {}).get(part, 0.0) / max(ok[m]["measured_seconds"], 1e-9)
-                           for m in names])
-        ax2.bar(x, values, 0.6, bottom=bottom, label=part)
+                           for m in ours])
+        ax2.bar(x2, values, 0.6, bottom=bottom, label=part)
         bottom += values
-    sim_busy = [ok[m].get("sim", {}).get("busy_fraction", np.nan) for m in names]
-    ax2.plot(x, sim_busy, "k^", label="env busy simulating")
-    ax2.set_xticks(x, names)
+    sim_busy = [ok[m].get("sim", {}).get("busy_fraction", np.nan) for m in ours]
+    ax2.plot(x2, sim_busy, "k^", label="env workers busy simulating")
+    ax2.set_xticks(x2, ours)
     ax2.set_ylabel("fraction of wall time (main process)")
     ax2.set_ylim(0, 1.15)
     ax2.legend(fontsize=7, loc="upper right")

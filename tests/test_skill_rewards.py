@@ -349,3 +349,25 @@ def test_close_task_ignores_grip():
     _, _, term, _, info = env.step(action(env, grip=1.0))
     assert sim.grasped is None and "reward/wrong_grasp" not in info
     env.close()
+
+
+def test_art_grasping_the_right_handle_pays_grasp_reward_once():
+    # force limits off: reaching straight at the handle presses the arm against the fridge
+    env = make_env("open_fridge", reward__force__max_instant_force=0.0, reward__force__max_accum_force=0.0)
+    sim, handle = env.sim, env.task.handle
+    grasp_rewards, info = [], {}
+    for _ in range(150):
+        d = float(np.linalg.norm(sim.handle_pos(handle) - sim.ee_pos))
+        step_arm = arm_toward(sim, sim.handle_pos(handle), step=min(0.02, d))
+        _, _, term, _, info = env.step(action(env, arm=step_arm, grip=1.0 if d < 0.08 else -1.0))
+        grasp_rewards.append(info.get("reward/grasp", 0.0))
+        if sim.grasped is not None:
+            break
+    assert sim.grasped == handle and not term
+    assert info["reward/grasp"] == 5.0 and sum(grasp_rewards) == 5.0 and "reward/wrong_grasp" not in info
+    assert "reward/marker_dist" not in info  # no handle-distance reward while grasping
+    env.step(action(env, grip=-1.0))  # release and grasp again: no second bonus
+    for _ in range(5):
+        _, _, _, _, info = env.step(action(env, arm=arm_toward(sim, sim.handle_pos(handle), step=0.01), grip=1.0))
+        assert "reward/grasp" not in info
+    env.close()

@@ -142,5 +142,14 @@ def test_collector_batches_stay_within_max():
     collector = make_collector("ver", num_envs=6, num_steps=4, delays=(0.0,), max_batch_factor=0.5)
     assert collector.max_batch == 3
     results = collect(collector, 3)
-    assert all(1 <= s.batch_size_min and s.batch_size_max <= 3 for _, s in results)
+    assert all(s.batch_size_min >= 1 and s.batch_size_max <= 3 for _, s in results)
     assert all(len(r) > 0 for r, _ in results)
+
+
+def test_collector_batches_reach_min_unless_the_quota_ends_the_rollout():
+    # with a very long wait, a batch below the minimum can only be the rollout's last (quota-limited) one
+    collector = make_collector("ver", num_envs=6, num_steps=5, delays=(0.0, 0.003), max_batch_wait_s=60)
+    assert (collector.min_batch, collector.max_batch) == (4, 9)
+    for _, stats in collect(collector, 4):
+        assert all(size >= 4 for size in stats.batch_sizes[:-1]), stats.batch_sizes
+        assert sum(stats.batch_sizes) == 30

@@ -116,6 +116,11 @@ def main(argv: list[str] | None = None) -> None:
         ckpt = None
         output_dir = args.output_dir or str(cfg.output_dir)
     env_id = check_env_id(str(cfg.env_id))
+    try:
+        gym.make(env_id).close()
+    except Exception as exc:  # e.g. an optional dependency of the env is missing
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        exit_with_error(f"cannot create env '{env_id}': {first}")
 
     from trainer.train import train  # heavy imports after the argument checks
 

@@ -66,6 +66,7 @@ class CollectStats:
     batch_size_sum: int = 0
     batch_size_min: int = 0
     batch_size_max: int = 0
+    batch_sizes: list[int] = field(default_factory=list)
     restarts: int = 0
     episodes: list[dict] = field(default_factory=list)
 
@@ -372,6 +373,7 @@ class Collector:
         stats.batch_size_sum = int(sum(batch_sizes))
         stats.batch_size_min = int(min(batch_sizes)) if batch_sizes else 0
         stats.batch_size_max = int(max(batch_sizes)) if batch_sizes else 0
+        stats.batch_sizes = batch_sizes
         stats.episodes.sort(key=lambda ep: (ep["env"], ep["episode"]))
         return rollout
 

@@ -14,6 +14,7 @@ return, length and the scalar entries of its final `info`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -88,17 +89,13 @@ def worker_main(env_idx: int, env_fn: EnvFn, buffers: TransferBuffers, conn: Con
     except (EOFError, BrokenPipeError):
         pass  # the main process went away
     except Exception as exc:  # report, then die: the main process restarts us with a fresh env
-        try:
+        with contextlib.suppress(BrokenPipeError, OSError):
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
-        except (BrokenPipeError, OSError):
-            pass
         os._exit(1)
     finally:
         if env is not None:
-            try:
+            with contextlib.suppress(Exception):
                 env.close()
-            except Exception:
-                pass
 
 
 class WorkerPool:
@@ -161,12 +158,10 @@ class WorkerPool:
         return [int(i) for i in np.nonzero(waited > timeout_s)[0]]
 
     def close(self) -> None:
-        for env_idx, conn in enumerate(self.conns):
+        for conn in self.conns:
             if conn is not None:
-                try:
+                with contextlib.suppress(BrokenPipeError, OSError):
                     conn.send(("close",))
-                except (BrokenPipeError, OSError):
-                    pass
         deadline = time.monotonic() + 3.0
         for env_idx, proc in enumerate(self.procs):
             if proc is not None:

@@ -18,6 +18,7 @@ import torch
 
 from trainer.networks import BOX_OBS_KEY, observation_spaces
 
+
 def storage_dtype(space: gym.spaces.Box) -> torch.dtype:
     """Float observations are stored as float32; integer ones (images) keep their width."""
     if np.issubdtype(space.dtype, np.floating):

@@ -110,6 +110,21 @@ class _InterruptFlag:
             signal.signal(signal.SIGINT, self._previous)
 
 
+def _ddppo_stop_check(counter: RolloutDoneCounter, rollout_index: int, world_size: int, num_steps: int, pcfg):
+    """DD-PPO's preemption test for the collector, asking the shared counter at most every 5 ms."""
+    state = {"next_query": 0.0, "ranks_done": 0}
+
+    def stop_early(min_rows_per_env: int) -> bool:
+        now = time.monotonic()
+        if now >= state["next_query"]:
+            state["ranks_done"] = counter.count(rollout_index)
+            state["next_query"] = now + 0.005
+        return ddppo_should_stop(state["ranks_done"], world_size, min_rows_per_env, num_steps,
+                                 float(pcfg.ddppo_threshold), float(pcfg.ddppo_min_fraction))
+
+    return stop_early
+
+
 def _episode_metrics(episodes: list[dict]) -> dict[str, float]:
     """Means over finished episodes: metrics/episode_return, metrics/episode_length, metrics/<info key>."""
     if not episodes:
@@ -218,9 +233,7 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
                 t_iter = time.monotonic()
                 stop_early = None
                 if mode != "ver" and info.is_distributed and bool(pcfg.enabled):
-                    def stop_early(min_rows: int, k: int = k) -> bool:
-                        return ddppo_should_stop(done_counter.count(k), info.world_size, min_rows, num_steps,
-                                                 float(pcfg.ddppo_threshold), float(pcfg.ddppo_min_fraction))
+                    stop_early = _ddppo_stop_check(done_counter, k, info.world_size, num_steps, pcfg)
                 deadline = plan.rollout_time if plan is not None else None
                 rollout = collector.collect(ppo.policy_version, deadline_s=deadline, stop_early=stop_early)
                 cstats = collector.last_stats

@@ -50,6 +50,7 @@ class ArticulatedGeometry:
         self.joint_pos = np.asarray(art.joint_pos, dtype=np.float64)
         self.axis = _unit(np.asarray(art.joint_axis, dtype=np.float64))
         self.range = sim.art_range(self.name)
+        self.handle_half_height = float(art.handle_box.half_size[2]) if art.handle_box is not None else 0.0
         if self.hinge:
             # door direction (from the hinge, horizontal) and length at q = 0, from the door's box corners
             corners = np.vstack([p_box.corners_2d() for p_box in art.parts])
@@ -108,6 +109,7 @@ class ArticulatedOracle(Oracle):
         self.geo = ArticulatedGeometry(sim, target.handle)
         lo, hi = self.geo.range
         self.desired = float(np.clip(self.desired_state, lo, hi))
+        self.retreat_from: np.ndarray | None = None
         self.goto("approach")
 
     # ------------------------------------------------------------------ state
@@ -140,13 +142,51 @@ class ArticulatedOracle(Oracle):
         out = self.geo.open_dir(sim)
         handle = np.asarray(sim.handle_pos(self.geo.handle), dtype=np.float64)
         if self.opening:
+            if self.geo.hinge:  # the door handle is a vertical bar: put the cup on its top end
+                return handle + np.array([0.0, 0.0, self.geo.handle_half_height])
             return handle + out * self.c["handle_depth"]
         if self.geo.hinge:
             q = self.q(sim)
             u = self.geo.door_dir(q)
             xy = self.geo.joint_pos[:2] + self.c["push_radius"] * u
             return np.array([xy[0], xy[1], handle[2] + self.c["push_dz"]])
-        return handle - out * self.c["handle_depth"] + np.array([0.0, 0.0, self.c["push_dz"]])
+        return handle + out * self.c["handle_depth"] + np.array([0.0, 0.0, self.c["push_dz"]])
+
+    def front_stand(self, sim, point: np.ndarray) -> np.ndarray | None:
+        """Standing point squarely in front of the work point (along the opening direction), so the
+        base faces the handle head-on; None if it is not navigable there."""
+        out = self.geo.open_dir(sim)[:2]
+        stand = np.asarray(point, dtype=np.float64)[:2] + out * self.c["stand_dist"]
+        if not sim.navmap.is_navigable(stand):
+            return None
+        valid = self.valid_stand(sim)
+        if valid is not None and not bool(valid(stand[None])[0]):
+            return None
+        return stand
+
+    def approach_dir(self, out: np.ndarray) -> np.ndarray:
+        """The side the cup comes from onto the work point: from above onto the door handle's top end
+        when opening the fridge, else from the front (the opening direction)."""
+        if self.opening and self.geo.hinge:
+            return np.array([0.0, 0.0, 1.0])
+        return np.asarray(out, dtype=np.float64)
+
+    def tool_axis(self, out: np.ndarray) -> np.ndarray:
+        """Where the suction cup points while working on the handle: down, tilted toward the handle
+        (the wrist then stays clear of a counter top above it)."""
+        tilt = np.deg2rad(self.cfg["articulated"]["tilt_deg"])
+        axis = -np.asarray(out, dtype=np.float64) * np.sin(tilt) + np.array([0.0, 0.0, -np.cos(tilt)])
+        return axis / np.linalg.norm(axis)
+
+    def pull_base(self, sim, out: np.ndarray) -> np.ndarray:
+        """Base action while pulling: drawers, back straight away along the slide (the base does the
+        pulling, the arm holds on); doors, keep the handle ahead at the working distance."""
+        if self.geo.hinge:
+            return self.track_base(sim, np.asarray(sim.handle_pos(self.geo.handle)))
+        _, ang_step = self.follower_steps(sim)
+        facing = float(np.arctan2(-out[1], -out[0]))
+        err = (facing - float(sim.base_yaw) + np.pi) % (2 * np.pi) - np.pi
+        return np.array([-self.c["pull_speed"], float(np.clip(0.5 * err / ang_step, -1.0, 1.0))])
 
     def track_base(self, sim, point: np.ndarray) -> np.ndarray:
         """Base action keeping `point` straight ahead at the preferred working distance."""
@@ -180,7 +220,7 @@ class ArticulatedOracle(Oracle):
                 self.goto("rest")
             else:
                 point = self.work_point(sim)
-                base, ready = self.approach(sim, point, zone, self.valid_stand(sim))
+                base, ready = self.approach(sim, point, zone, self.valid_stand(sim), self.front_stand(sim, point))
                 if ready:
                     self.goto("reach")
                 return full_action(arm=self.ik.action_to_rest(sim), grip=RELEASE, base=base)
@@ -188,12 +228,12 @@ class ArticulatedOracle(Oracle):
         if self.phase == "reach":
             # ee just outside the work point, on the side it is pulled toward / pushed from
             point = self.work_point(sim)
-            goal = point + out * a["pre_distance"]
+            goal = point + self.approach_dir(out) * a["pre_distance"]
             if not self.in_work_zone(sim, point, zone):
                 self.goto("approach")
             elif self.ik.ee_error(sim, goal) < a["tolerance"] or self.phase_steps >= a["reach_steps"]:
                 self.goto("contact" if self.opening else "push")
-            return full_action(arm=self.ik.action_towards(sim, goal), grip=RELEASE)
+            return full_action(arm=self.ik.action_towards(sim, goal, axis=self.tool_axis(out)), grip=RELEASE)
 
         if self.phase == "contact":
             # move onto the handle with suction on until it attaches
@@ -203,8 +243,9 @@ class ArticulatedOracle(Oracle):
                 self.goto("reach")
                 return full_action(arm=np.zeros(7), grip=RELEASE)
             else:
-                goal = self.work_point(sim) - out * a["press"]
-                return full_action(arm=self.ik.action_towards(sim, goal, a["contact_speed"]), grip=GRASP)
+                goal = self.work_point(sim) - self.approach_dir(out) * a["press"]
+                return full_action(arm=self.ik.action_towards(sim, goal, a["contact_speed"], axis=self.tool_axis(out)),
+                                   grip=GRASP)
 
         if self.phase == "pull":
             if not held:
@@ -214,9 +255,8 @@ class ArticulatedOracle(Oracle):
                 self.goto("release")
             else:
                 goal = np.asarray(sim.ee_pos) + out * a["pull_step"]
-                handle = np.asarray(sim.handle_pos(self.geo.handle))
-                return full_action(arm=self.ik.action_towards(sim, goal), grip=GRASP,
-                                   base=self.track_base(sim, handle))
+                return full_action(arm=self.ik.action_towards(sim, goal, axis=self.tool_axis(out)), grip=GRASP,
+                                   base=self.pull_base(sim, out))
 
         if self.phase == "push":
             if self.finished_joint(sim):
@@ -225,10 +265,12 @@ class ArticulatedOracle(Oracle):
                 point = self.work_point(sim)
                 if not self.in_work_zone(sim, point, zone) and self.phase_steps > 0:
                     self.goto("approach")
-                    return full_action(arm=self.ik.action_towards(sim, point + out * a["pre_distance"]))
+                    return full_action(arm=self.ik.action_towards(sim, point + out * a["pre_distance"],
+                                                                        axis=self.tool_axis(out)))
                 goal = point + push_dir * a["press"]
                 base = self.track_base(sim, point) if not self.geo.hinge else np.zeros(2)
-                return full_action(arm=self.ik.action_towards(sim, goal, a["push_speed"]), base=base)
+                return full_action(arm=self.ik.action_towards(sim, goal, a["push_speed"], axis=self.tool_axis(out)),
+                                   base=base)
 
         if self.phase == "release":
             if sim.grasped is None and self.phase_steps >= a["release_steps"]:
@@ -236,7 +278,7 @@ class ArticulatedOracle(Oracle):
             return full_action(arm=np.zeros(7), grip=RELEASE)
 
         if self.phase == "retreat":
-            if self.phase_steps == 0:
+            if self.phase_steps <= 1 or self.retreat_from is None:
                 self.retreat_from = np.asarray(sim.ee_pos, dtype=np.float64).copy()
             goal = self.retreat_from + out * a["retreat"]
             if self.ik.ee_error(sim, goal) < a["tolerance"] or self.phase_steps >= a["retreat_steps"]:

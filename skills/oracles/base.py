@@ -141,11 +141,13 @@ class Oracle:
             return False
         return not bool(wall_between(sim, np.asarray(sim.base_xy)[None], np.asarray(point)[:2])[0])
 
-    def approach(self, sim, point: np.ndarray, zone: Mapping[str, float], valid=None) -> tuple[np.ndarray, bool]:
+    def approach(self, sim, point: np.ndarray, zone: Mapping[str, float], valid=None,
+                 stand: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
         """Base action bringing `point` into the work zone: drive to a standing point, then face it.
 
         Returns (base action (2,), finished). The plan is made on the first call after `goto`;
-        `valid` filters standing points (see `standing_point`).
+        `valid` filters standing points (see `standing_point`); `stand`, if given, is used instead of
+        searching for one.
         """
         if self._approach == "start":
             if self.in_work_zone(sim, point, zone):
@@ -153,8 +155,9 @@ class Oracle:
             if valid is None:
                 safety = self.cfg["arm_safety"]
                 valid = rest_arm_clear(sim, point, safety["arm_points"], safety["height"], safety["margin"])
-            stand = standing_point(sim, point, zone["preferred_dist"], zone["search_radius"],
-                                   zone["geodesic_weight"], valid)
+            if stand is None:
+                stand = standing_point(sim, point, zone["preferred_dist"], zone["search_radius"],
+                                       zone["geodesic_weight"], valid)
             if stand is None:  # nowhere with a free arm: the nearest good working distance
                 stand = standing_point(sim, point, zone["preferred_dist"], zone["search_radius"],
                                        zone["geodesic_weight"])

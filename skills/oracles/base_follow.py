@@ -31,6 +31,7 @@ class FollowGains:
     turn_in_place: float  # heading error (rad) above which the base turns without moving forward
     heading_gain: float  # fraction of the heading error corrected per step
     goal_tolerance: float  # metres: arrived
+    near_goal: float  # metres from the end within which the base no longer turns on the spot
     yaw_tolerance: float  # radians: facing
     off_path: float  # metres from the path that trigger a replan
     stuck_steps: int  # blocked steps in a row that trigger a replan
@@ -43,6 +44,7 @@ class FollowGains:
             turn_in_place=float(cfg["turn_in_place"]),
             heading_gain=float(cfg["heading_gain"]),
             goal_tolerance=float(cfg["goal_tolerance"]),
+            near_goal=float(cfg["near_goal"]),
             yaw_tolerance=float(cfg["yaw_tolerance"]),
             off_path=float(cfg["off_path"]),
             stuck_steps=int(cfg["stuck_steps"]),
@@ -127,7 +129,16 @@ class BaseFollower:
         return self.path[-1] if len(self.path) else np.asarray(self.goal)
 
     def arrived(self, sim) -> bool:
-        return len(self.path) > 0 and float(np.linalg.norm(self.end - sim.base_xy)) < self.gains.goal_tolerance
+        """At the path end: within `goal_tolerance`, or beside it (within `near_goal`) with nothing left
+        to gain by driving forward or backward."""
+        if len(self.path) == 0:
+            return False
+        d = self.end - np.asarray(sim.base_xy, dtype=np.float64)
+        remaining = float(np.linalg.norm(d))
+        yaw = float(sim.base_yaw)
+        along = float(d @ np.array([np.cos(yaw), np.sin(yaw)]))
+        g = self.gains
+        return remaining < g.goal_tolerance or (remaining < g.near_goal and abs(along) < 0.5 * g.goal_tolerance)
 
     def _pursuit_point(self, xy: np.ndarray) -> tuple[np.ndarray, float]:
         """The point `lookahead` metres further along the path than the closest one, and the distance
@@ -176,9 +187,15 @@ class BaseFollower:
         delta = target - xy
         heading_error = wrap_angle(float(np.arctan2(delta[1], delta[0])) - float(sim.base_yaw))
         turn = turn_action(sim, heading_error, g.heading_gain)
+        remaining = float(np.linalg.norm(self.end - xy))
+        if remaining < g.near_goal:
+            # close to the end: no more turning on the spot, drive forward/backward onto it
+            yaw = float(sim.base_yaw)
+            along = float((self.end - xy) @ np.array([np.cos(yaw), np.sin(yaw)]))
+            turn = turn if along > 0.0 and abs(heading_error) < g.turn_in_place else 0.0
+            return np.array([float(np.clip(along / lin_step, -1.0, 1.0)), turn])
         if abs(heading_error) > g.turn_in_place:
             return np.array([0.0, turn])
-        remaining = float(np.linalg.norm(self.end - xy))
         forward = float(np.clip(remaining / lin_step, 0.0, 1.0)) * float(np.cos(heading_error))
         return np.array([forward, turn])
 

@@ -20,6 +20,26 @@ def delta_per_step(sim) -> float:
     return float(sim.cfg["arm"]["delta_per_step"])
 
 
+def ee_pointing(sim) -> tuple[np.ndarray, np.ndarray]:
+    """The direction the suction cup points (world unit vector, the gripper's x axis) and the (3, 7)
+    rotational Jacobian of the end effector w.r.t. the arm joints.
+
+    Workaround: `RearrangeSim` exposes only the position Jacobian (docs/CONTRACTS.md), so this reads
+    the ee site frame from the sim's MuJoCo model and data (names from `rearrange.robot`).
+    """
+    import mujoco
+
+    from rearrange import robot
+
+    model, data = sim.model, sim.data
+    site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, robot.EE_SITE)
+    dofs = [model.jnt_dofadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j)] for j in robot.ARM_JOINTS]
+    jacr = np.zeros((3, model.nv))
+    mujoco.mj_jacSite(model, data, None, jacr, site)
+    pointing = data.site_xmat[site].reshape(3, 3)[:, 0].copy()
+    return pointing, jacr[:, dofs]
+
+
 def dls_solve(jacobian: np.ndarray, error: np.ndarray, damping: float) -> np.ndarray:
     """Damped least squares joint step `J^T (J J^T + lambda^2 I)^-1 e` for a (3, n) Jacobian."""
     jj = jacobian @ jacobian.T + (damping**2) * np.eye(jacobian.shape[0])
@@ -37,6 +57,8 @@ def nullspace_projector(jacobian: np.ndarray, damping: float) -> np.ndarray:
 @dataclass(frozen=True)
 class IKGains:
     damping: float  # DLS damping lambda (metres)
+    axis_weight: float  # weight of the cup-pointing task against the position task (m per rad)
+    axis_gain: float  # fraction of the pointing error corrected per step
     gain: float  # fraction of the ee position error corrected per step
     nullspace_gain: float  # fraction of the joint error to the rest pose corrected in the null space
     limit_margin: float  # radians kept away from the joint limits
@@ -47,6 +69,8 @@ class IKGains:
     def from_cfg(cfg: Mapping) -> IKGains:
         return IKGains(
             damping=float(cfg["damping"]),
+            axis_weight=float(cfg["axis_weight"]),
+            axis_gain=float(cfg["axis_gain"]),
             gain=float(cfg["gain"]),
             nullspace_gain=float(cfg["nullspace_gain"]),
             limit_margin=float(cfg["limit_margin"]),
@@ -76,10 +100,13 @@ class ArmIK:
     def __init__(self, gains: IKGains):
         self.gains = gains
 
-    def action_towards(self, sim, target_world: np.ndarray, max_step: float | None = None) -> np.ndarray:
+    def action_towards(self, sim, target_world: np.ndarray, max_step: float | None = None,
+                       axis: np.ndarray | None = None) -> np.ndarray:
         """(7,) arm action in [-1, 1] that moves the ee toward `target_world` this step.
 
-        `max_step` (metres) caps the ee displacement asked for (default: the configured one).
+        `max_step` (metres) caps the ee displacement asked for (default: the configured one). `axis`
+        (world unit vector), if given, also turns the suction cup to point along it (down for picking,
+        toward a handle for pulling), so the wrist stays out of the way.
         """
         g = self.gains
         cap = g.max_step if max_step is None else float(max_step)
@@ -90,6 +117,12 @@ class ArmIK:
         if norm * g.gain > cap:
             step = error * (cap / norm)
         jac = np.asarray(sim.ee_jacobian(), dtype=np.float64)
+        if axis is not None:
+            pointing, jac_rot = ee_pointing(sim)
+            want = np.asarray(axis, dtype=np.float64) / max(float(np.linalg.norm(axis)), 1e-9)
+            turn = np.cross(pointing, want)  # rotation (axis * angle, small) that aligns the cup
+            jac = np.vstack([jac, g.axis_weight * jac_rot])
+            step = np.concatenate([step, g.axis_weight * g.axis_gain * turn])
         dq = dls_solve(jac, step, g.damping)
         rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
         dq = dq + nullspace_projector(jac, g.damping) @ (g.nullspace_gain * (rest - q))

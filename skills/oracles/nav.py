@@ -11,6 +11,7 @@ import numpy as np
 
 from rearrange.sensors import SensorTarget
 from skills.oracles.base import GRASP, RELEASE, Oracle, full_action
+from skills.oracles.base_follow import standing_point
 
 
 class NavOracle(Oracle):
@@ -20,7 +21,14 @@ class NavOracle(Oracle):
         if target.nav_goal is None:
             raise ValueError("nav oracle needs a navigation goal")
         self.goal = np.asarray(target.nav_goal, dtype=np.float64)[:2]
-        self.follower.set_goal(sim, self.goal)
+        if not self.follower.set_goal(sim, self.goal):
+            # nothing navigable near enough for the map to snap to: any reachable point from which
+            # the goal is within the stopping distance
+            c = self.cfg["nav"]
+            stand = standing_point(sim, self.goal, c["stop_distance"], c["fallback_radius"],
+                                   self.cfg["zone"]["geodesic_weight"])
+            if stand is not None:
+                self.follower.set_goal(sim, stand)
         self.goto("drive")
 
     def _step(self, sim) -> np.ndarray:
