@@ -744,6 +744,7 @@ def main(argv: list[str] | None = None) -> None:
     for item in report["scaling"]:
         if one is not None and item.get("status") == "ok":
             item["speedup"] = item["mean_sps"] / one["mean_sps"]
+    report["machine"]["load_average_at_end"] = list(os.getloadavg())
     report["ratios"] = ratios(report["modes"])
     for name, target in bench["goals"].items():
         if name in report["ratios"]:

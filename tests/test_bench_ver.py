@@ -117,3 +117,29 @@ def test_train_stats_mean_after_warmup_and_max_over_rollouts():
     assert stats["steps_per_env_min"] == 8 and stats["steps_per_env_max"] == 12
     with pytest.raises(ValueError, match="raise --steps"):
         bench_ver.train_stats(records[:1], warmup=1)
+
+
+def test_sample_factory_unavailable_gives_a_one_line_reason(tmp_path):
+    from eval.bench_sample_factory import SampleFactoryUnavailable, ensure_venv
+
+    sf_cfg = {"venv": "sf-venv", "python": str(tmp_path / "no-such-python"), "requirements": [["sample-factory"]],
+              "install_timeout_s": 30}
+    with pytest.raises(SampleFactoryUnavailable, match="cannot run .*no-such-python") as info:
+        ensure_venv(sf_cfg, root=tmp_path)
+    assert "\n" not in str(info.value)
+
+
+def test_sample_factory_arguments_match_our_batch_geometry():
+    from eval.bench_sample_factory import sf_arguments
+    from trainer.config import compose, to_plain
+
+    cfg = to_plain(compose("bench_ver"))
+    ppo, sf_cfg = cfg["trainer"]["ppo"], cfg["sample_factory"]
+    args = sf_arguments(sf_cfg, ppo, num_envs=8, num_steps=64, total_steps=4096, seed=3, train_dir="/tmp/x")
+    flags = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+    assert int(flags["num_workers"]) * int(flags["num_envs_per_worker"]) == 8
+    assert int(flags["batch_size"]) * int(flags["num_batches_per_epoch"]) == 8 * 64  # one PPO batch = T x N
+    assert int(flags["num_epochs"]) == ppo["ppo_epoch"] and int(flags["rollout"]) == 64
+    assert flags["device"] == "cpu" and int(flags["train_for_env_steps"]) == 4096
+    with pytest.raises(ValueError, match="not a multiple"):
+        sf_arguments({**sf_cfg, "envs_per_worker": 3}, ppo, 8, 64, 4096, 0, "/tmp/x")

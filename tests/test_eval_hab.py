@@ -67,6 +67,11 @@ def test_tiny_oracle_run_writes_results_and_chart(tmp_path, capsys):
     with Image.open(out / "stages.png") as img:
         assert img.format == "PNG" and img.size[0] > 100
     assert "success" in capsys.readouterr().out
+    # same seed and config: the same episode, step for step
+    again = tmp_path / "again"
+    main(["--scenario", "prepare_groceries", "--agent", "oracle", "--episodes", "1", "--out", str(again),
+          "--no-progress", "hab_task.max_steps=120"])
+    assert json.loads((again / "results.json").read_text())["episodes"] == result["episodes"]
 
 
 def test_video_has_one_frame_per_step(tmp_path):

@@ -110,6 +110,7 @@ class ArticulatedOracle(Oracle):
         lo, hi = self.geo.range
         self.desired = float(np.clip(self.desired_state, lo, hi))
         self.retreat_from: np.ndarray | None = None
+        self._pull_dist: float | None = None
         self.goto("approach")
 
     # ------------------------------------------------------------------ state
@@ -129,8 +130,8 @@ class ArticulatedOracle(Oracle):
         return abs(self.q(sim) - self.desired) < self.success_threshold - margin
 
     def valid_stand(self, sim):
-        """Standing-point filter: clear of the door's sweep between now and the goal (hinges only)."""
-        if not self.geo.hinge:
+        """Standing-point filter when closing a door: clear of the door's remaining sweep."""
+        if not self.geo.hinge or self.opening:  # opening: the base backs away ahead of the door
             return None
         q = self.q(sim)
         lo, hi = (q, max(self.desired, q)) if self.opening else (min(self.desired, q), q)
@@ -174,7 +175,7 @@ class ArticulatedOracle(Oracle):
     def tool_axis(self, out: np.ndarray) -> np.ndarray:
         """Where the suction cup points while working on the handle: down, tilted toward the handle
         (the wrist then stays clear of a counter top above it)."""
-        tilt = np.deg2rad(self.cfg["articulated"]["tilt_deg"])
+        tilt = np.deg2rad(self.c["tilt_deg"])
         axis = -np.asarray(out, dtype=np.float64) * np.sin(tilt) + np.array([0.0, 0.0, -np.cos(tilt)])
         return axis / np.linalg.norm(axis)
 
@@ -182,21 +183,27 @@ class ArticulatedOracle(Oracle):
         """Base action while pulling: drawers, back straight away along the slide (the base does the
         pulling, the arm holds on); doors, keep the handle ahead at the working distance."""
         if self.geo.hinge:
-            return self.track_base(sim, np.asarray(sim.handle_pos(self.geo.handle)))
+            handle = np.asarray(sim.handle_pos(self.geo.handle))
+            if self._pull_dist is None:
+                p = sim.to_base(handle)
+                self._pull_dist = float(np.hypot(p[0], p[1]))
+            return self.track_base(sim, handle, self._pull_dist)
         _, ang_step = self.follower_steps(sim)
         facing = float(np.arctan2(-out[1], -out[0]))
         err = (facing - float(sim.base_yaw) + np.pi) % (2 * np.pi) - np.pi
         return np.array([-self.c["pull_speed"], float(np.clip(0.5 * err / ang_step, -1.0, 1.0))])
 
-    def track_base(self, sim, point: np.ndarray) -> np.ndarray:
-        """Base action keeping `point` straight ahead at the preferred working distance."""
+    def track_base(self, sim, point: np.ndarray, distance: float | None = None) -> np.ndarray:
+        """Base action keeping `point` straight ahead at `distance` (default: the preferred working
+        distance); it backs away at full speed but closes in only slowly."""
         zone = self.cfg["zone"]
+        distance = zone["preferred_dist"] if distance is None else distance
         p = np.asarray(sim.to_base(point))
         dist = float(np.hypot(p[0], p[1]))
         bearing = float(np.arctan2(p[1], p[0]))
         lin_step, ang_step = self.follower_steps(sim)
         g = self.cfg["articulated"]["track_gain"]
-        forward = float(np.clip(g * (dist - zone["preferred_dist"]) / lin_step, -1.0, 1.0))
+        forward = float(np.clip(g * (dist - distance) / lin_step, -1.0, self.cfg["articulated"]["max_forward"]))
         turn = float(np.clip(g * bearing / ang_step, -1.0, 1.0))
         return np.array([forward, turn])
 
@@ -210,7 +217,7 @@ class ArticulatedOracle(Oracle):
 
     def _step(self, sim) -> np.ndarray:
         a = self.cfg["articulated"]
-        zone = self.cfg["zone"]
+        zone = dict(self.cfg["zone"], max_dist=self.c["max_work_dist"])
         out = self.geo.open_dir(sim)
         push_dir = out if self.opening else -out
         held = sim.grasped == self.geo.handle

@@ -1,0 +1,279 @@
+"""`eval-skill`: evaluate one skill (a trained checkpoint or its oracle) on episodes of its skill task.
+
+    eval-skill --skill pick --oracle --episodes 100 --split val
+    eval-skill --skill pick --checkpoint runs/pick/ckpt.pt --episodes 100 --video out/
+
+Runs N episodes of the skill's Gymnasium env (`rearrange/<Skill>-v0`, episodes generated from the
+split unless `--episodes-file` is given), and writes a JSON results file (atomically): the success
+rate with a 95% bootstrap interval, every per-step measure's final value averaged over episodes
+(also with intervals), and one row per episode. `--video DIR` writes one MP4 per episode: the
+third-person RGB view next to the head depth, with skill, step, reward and success written below;
+the file name carries the episode id and success. Bad inputs (unknown skill, missing or corrupt
+checkpoint or episode file, a checkpoint of another skill) exit with a one-line error and code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trainer.config import ConfigError, compose, exit_with_error, to_plain, unknown_choice
+
+SKILLS = ("pick", "place", "nav", "open_fridge", "close_fridge", "open_cab", "close_cab")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="eval-skill",
+        description="Evaluate a skill (trained checkpoint or oracle controller) on its skill task: success "
+                    "rate with a 95%% bootstrap interval, per-measure means, optional MP4 videos.")
+    p.add_argument("--skill", required=True, help=f"skill to evaluate, one of: {', '.join(SKILLS)}")
+    agent = p.add_mutually_exclusive_group(required=True)
+    agent.add_argument("--checkpoint", metavar="PATH", help="a train-skill checkpoint (.pt)")
+    agent.add_argument("--oracle", action="store_true", help="use the skill's scripted oracle controller")
+    p.add_argument("--episodes", type=int, default=None, metavar="N", help="number of episodes (default 100)")
+    p.add_argument("--split", default=None, help="episode split, train or val (default val)")
+    p.add_argument("--seed", type=int, default=None, metavar="K", help="episode generation and env seed (default 0)")
+    p.add_argument("--episodes-file", default=None, metavar="PATH",
+                   help="evaluate on this .json(.gz) dataset instead of generating episodes")
+    p.add_argument("--video", default=None, metavar="DIR", help="write one MP4 per episode into DIR")
+    p.add_argument("--out", default=None, metavar="PATH",
+                   help="results JSON (default runs/eval_skill/<skill>_<checkpoint|oracle>.json)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("overrides", nargs="*", help="config overrides, e.g. eval.bootstrap_samples=500")
+    return p
+
+
+# ----------------------------------------------------------------------------- agents
+
+
+class OracleAgent:
+    """The skill's oracle controller, acting on the env's simulator (privileged state)."""
+
+    name = "oracle"
+
+    def __init__(self, skill: str) -> None:
+        from skills.oracles.factory import make_oracle
+
+        self.oracle = make_oracle(skill)
+
+    def reset(self, env: Any, obs: Mapping[str, np.ndarray]) -> None:
+        self.oracle.start(env.sim, env.task.sensor_target)
+
+    def act(self, env: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        from skills.oracles.base import select_subset
+
+        return select_subset(env.task.action_subsets, self.oracle.act(env.sim))
+
+
+class PolicyAgent:
+    """A trained skill policy (`skills.policy.SkillPolicy`) acting on observations."""
+
+    name = "checkpoint"
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+
+    def reset(self, env: Any, obs: Mapping[str, np.ndarray]) -> None:
+        self.policy.reset()
+
+    def act(self, env: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return self.policy.act(obs)
+
+
+# ----------------------------------------------------------------------------- episodes
+
+
+def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarray], None] | None,
+                skill: str, video_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """One episode (the dataset's `index`-th); returns its id, success, return, steps and final measures."""
+    obs, info = env.reset(options={"episode_index": index})
+    agent.reset(env, obs)
+    episode_id = env.current_episode.episode_id
+    total, steps, success = 0.0, 0, False
+    every = max(1, int(video_cfg.get("every", 1)))
+
+    def frame(reward: float) -> None:
+        if frame_sink is None:
+            return
+        from eval.video import compose_frame
+
+        rgb = env.sim.render_third_rgb(int(video_cfg["width"]), int(video_cfg["height"]),
+                                       _marks(env))
+        depth = obs["head_depth"] if "head_depth" in obs else env.sim.render_head_depth()
+        lines = [f"skill: {skill}   episode: {episode_id}",
+                 f"step: {steps}   reward: {reward:+.3f}   return: {total:+.2f}   success: {int(success)}"]
+        frame_sink(compose_frame(rgb, depth, lines))
+
+    frame(0.0)
+    while True:
+        action = agent.act(env, obs)
+        obs, reward, terminated, truncated, info = env.step(action)
+        total += float(reward)
+        steps += 1
+        success = bool(info.get("success", 0.0) > 0.5)
+        done = terminated or truncated
+        if steps % every == 0 or done:
+            frame(float(reward))
+        if done:
+            break
+    measures = {k: float(v) for k, v in info.items() if isinstance(v, (int, float)) and math.isfinite(float(v))}
+    measures.update({"return": total, "steps": float(steps)})
+    return {"episode_id": str(episode_id), "success": success, "measures": measures}
+
+
+def _marks(env: Any) -> list[tuple[np.ndarray, tuple[float, ...]]]:
+    """Target object and goal marks for the third-person view (as the env's own render draws them)."""
+    from rearrange.env import GOAL_RGBA, TARGET_RGBA
+
+    target = env.task.sensor_target
+    marks = []
+    if target.object is not None:
+        marks.append((np.asarray(env.sim.object_pos(target.object)), TARGET_RGBA))
+    if target.goal_pos is not None:
+        marks.append((np.asarray(target.goal_pos), GOAL_RGBA))
+    if target.handle is not None:
+        marks.append((np.asarray(env.sim.handle_pos(target.handle)), TARGET_RGBA))
+    return marks
+
+
+def summarize(rows: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """Success rate and per-measure means with bootstrap intervals (eval.metrics)."""
+    from eval.metrics import EpisodeRecord, aggregate
+
+    records = [EpisodeRecord(episode_id=r["episode_id"], success=bool(r["success"]), measures=dict(r["measures"]))
+               for r in rows]
+    agg = aggregate(records, stage_names=[], n_resamples=int(cfg["bootstrap_samples"]),
+                    confidence=float(cfg["ci"]), seed=0)
+    return {"num_episodes": agg["num_episodes"], "confidence": agg["confidence"],
+            "n_resamples": agg["n_resamples"], "success": agg["success"], "measures": agg["measures"]}
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def _load_agent(args: argparse.Namespace, skill: str, deterministic: bool) -> Any:
+    if args.oracle:
+        return OracleAgent(skill)
+    from skills.policy import SkillPolicy
+    from trainer.checkpoint import CheckpointError
+
+    try:
+        policy = SkillPolicy.from_checkpoint(args.checkpoint, deterministic=deterministic)
+    except CheckpointError as exc:
+        exit_with_error(str(exc).splitlines()[0])
+    except Exception as exc:  # a file torch cannot read is a bad input too, not a crash
+        exit_with_error(f"cannot load checkpoint {args.checkpoint}: {type(exc).__name__}: "
+                        f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+    if policy.skill.name != skill:
+        exit_with_error(f"checkpoint {args.checkpoint} is a '{policy.skill.name}' skill, not '{skill}'")
+    return PolicyAgent(policy)
+
+
+def _episodes(args: argparse.Namespace, skill: str, split: str, count: int, seed: int) -> list:
+    from rearrange.episodes import SPLITS, EpisodeFileError, load_episodes
+
+    if args.episodes_file is not None:
+        try:
+            episodes = load_episodes(args.episodes_file)
+        except EpisodeFileError as exc:
+            exit_with_error(str(exc).splitlines()[0])
+        wrong = sorted({e.kind for e in episodes if e.kind != skill})
+        if wrong:
+            exit_with_error(f"episode file {args.episodes_file} holds {', '.join(wrong)} episodes, not {skill}")
+        if not episodes:
+            exit_with_error(f"episode file {args.episodes_file} holds no episodes")
+        return episodes[:count]
+    if split not in SPLITS:
+        exit_with_error(unknown_choice("split", split, SPLITS))
+    from rearrange.generate import generate_episodes
+
+    return generate_episodes(skill, split, count, seed)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    args = build_parser().parse_args(argv)
+    if args.skill not in SKILLS:
+        exit_with_error(unknown_choice("skill", args.skill, SKILLS))
+    if args.checkpoint is not None and not Path(args.checkpoint).is_file():
+        exit_with_error(f"checkpoint not found: {args.checkpoint}")
+    try:
+        cfg = to_plain(compose("eval_skill", args.overrides))
+    except ConfigError as exc:
+        exit_with_error(str(exc))
+    ev = cfg["eval"]
+    split = args.split if args.split is not None else str(ev["split"])
+    count = args.episodes if args.episodes is not None else int(ev["episodes"])
+    seed = args.seed if args.seed is not None else int(ev["seed"])
+    if count < 1:
+        exit_with_error(f"--episodes must be >= 1, got {count}")
+    if args.episodes_file is None and ev["episodes_file"] is not None:
+        args.episodes_file = ev["episodes_file"]
+
+    agent = _load_agent(args, args.skill, bool(ev["deterministic"]))
+    episodes = _episodes(args, args.skill, split, count, seed)
+
+    from rearrange.env import make_registered_env
+    from rearrange.tasks.skill_tasks import SKILL_ENV_IDS, register_skill_envs
+
+    register_skill_envs()
+    env = make_registered_env(SKILL_ENV_IDS[args.skill], episodes=episodes, episode_order="cycle")
+    env.reset(seed=seed)
+
+    out = Path(args.out or ev["out"] or f"runs/eval_skill/{args.skill}_{agent.name}.json")
+    video_dir = Path(args.video) if args.video else None
+    if video_dir is not None:
+        video_dir.mkdir(parents=True, exist_ok=True)
+
+    from tqdm import tqdm
+
+    rows: list[dict[str, Any]] = []
+    bar = tqdm(total=len(episodes), desc=f"eval-skill {args.skill}", unit="ep", disable=args.no_progress,
+               file=sys.stderr)
+    try:
+        for i in range(len(episodes)):
+            if video_dir is None:
+                row = run_episode(env, agent, i, None, args.skill, cfg["video"])
+            else:
+                from eval.video import VideoWriter
+
+                tmp_name = f"{args.skill}_ep{i:04d}_inprogress.mp4"
+                with VideoWriter(video_dir / tmp_name) as writer:
+                    row = run_episode(env, agent, i, writer.append, args.skill, cfg["video"])
+                final = video_dir / _video_name(args.skill, row["episode_id"], row["success"])
+                os.replace(video_dir / tmp_name, final)
+                row["video"] = str(final)
+            rows.append(row)
+            bar.update(1)
+            bar.set_postfix(success=f"{np.mean([r['success'] for r in rows]):.2f}")
+    finally:
+        bar.close()
+        env.close()
+
+    from eval.metrics import write_json_atomic
+
+    summary = summarize(rows, ev)
+    result = {"skill": args.skill, "agent": agent.name, "checkpoint": args.checkpoint, "split": split,
+              "seed": seed, "episodes_file": args.episodes_file, **summary, "episodes": rows}
+    write_json_atomic(out, result)
+    s = summary["success"]
+    print(f"{args.skill} ({agent.name}): success {s['mean']:.3f} "
+          f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}] over {s['n']} episodes -> {out}")
+
+
+def _video_name(skill: str, episode_id: str, success: bool) -> str:
+    from eval.video import video_filename
+
+    return video_filename(skill, episode_id, success)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""eval-skill: a well-formed results file, a readable MP4, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+
+import imageio.v2 as iio
+import pytest
+
+from eval.skill_eval import main
+
+
+def test_results_file_is_well_formed(tmp_path):
+    out = tmp_path / "res.json"
+    main(["--skill", "open_cab", "--oracle", "--episodes", "2", "--out", str(out), "--no-progress",
+          "eval.bootstrap_samples=200"])
+    res = json.loads(out.read_text())
+    assert res["skill"] == "open_cab" and res["agent"] == "oracle" and res["split"] == "val"
+    s = res["success"]
+    assert set(s) >= {"mean", "ci_low", "ci_high", "n"}
+    assert s["n"] == 2 and res["num_episodes"] == 2
+    assert s["ci_low"] <= s["mean"] <= s["ci_high"]
+    assert 0.0 <= s["ci_low"] and s["ci_high"] <= 1.0
+    assert len(res["episodes"]) == 2
+    for row in res["episodes"]:
+        assert set(row) >= {"episode_id", "success", "measures"}
+        assert row["measures"]["steps"] >= 1
+    for name in ("return", "steps", "art_q", "ee_to_rest_dist"):
+        m = res["measures"][name]
+        assert m["ci_low"] <= m["mean"] <= m["ci_high"]
+    # the rate is the mean of the per-episode successes
+    assert s["mean"] == pytest.approx(sum(r["success"] for r in res["episodes"]) / 2)
+
+
+def test_video_option_writes_readable_mp4(tmp_path):
+    vids = tmp_path / "videos"
+    main(["--skill", "close_cab", "--oracle", "--episodes", "1", "--video", str(vids), "--no-progress",
+          "--out", str(tmp_path / "r.json"), "video.width=128", "video.height=128", "video.every=5"])
+    files = sorted(vids.glob("*.mp4"))
+    assert len(files) == 1
+    res = json.loads((tmp_path / "r.json").read_text())
+    ep = res["episodes"][0]
+    assert files[0].name == f"close_cab_ep{ep['episode_id'][len('close_cab_'):]}_success={int(ep['success'])}.mp4"
+    frames = iio.mimread(files[0], memtest=False)
+    assert len(frames) >= 5
+    assert frames[0].ndim == 3 and frames[0].shape[2] == 3
+    assert not list(vids.glob("*inprogress*"))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--skill", "fly", "--oracle"], "unknown skill 'fly'; valid choices: pick, place, nav, open_fridge"),
+    (["--skill", "pick", "--checkpoint", "/nonexistent/ckpt.pt"], "checkpoint not found"),
+    (["--skill", "pick", "--oracle", "--split", "test"], "unknown split 'test'; valid choices: train, val"),
+    (["--skill", "pick", "--oracle", "eval.nope=1"], "invalid config override"),
+])
+def test_bad_inputs_exit_2_with_one_line(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--out", str(tmp_path / "r.json")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and "\n" not in err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_corrupt_checkpoint_exits_2(tmp_path, capsys):
+    bad = tmp_path / "ckpt.pt"
+    bad.write_bytes(b"this is not a checkpoint")
+    out = tmp_path / "r.json"
+    out.write_text("{\"keep\": true}\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["--skill", "pick", "--checkpoint", str(bad), "--out", str(out)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err
+    assert json.loads(out.read_text()) == {"keep": True}  # nothing already written is damaged
+
+
+def test_corrupt_episode_file_exits_2(tmp_path, capsys):
+    bad = tmp_path / "eps.json"
+    bad.write_text("{not json")
+    with pytest.raises(SystemExit) as exc:
+        main(["--skill", "pick", "--oracle", "--episodes-file", str(bad), "--out", str(tmp_path / "r.json")])
+    assert exc.value.code == 2
+    assert "\n" not in capsys.readouterr().err.strip()
