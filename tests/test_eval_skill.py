@@ -20,7 +20,7 @@ def test_results_file_is_well_formed(tmp_path):
     assert set(s) >= {"mean", "ci_low", "ci_high", "n"}
     assert s["n"] == 2 and res["num_episodes"] == 2
     assert s["ci_low"] <= s["mean"] <= s["ci_high"]
-    assert 0.0 <= s["ci_low"] and s["ci_high"] <= 1.0
+    assert s["ci_low"] >= 0.0 and s["ci_high"] <= 1.0
     assert len(res["episodes"]) == 2
     for row in res["episodes"]:
         assert set(row) >= {"episode_id", "success", "measures"}

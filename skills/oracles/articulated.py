@@ -60,6 +60,7 @@ class ArticulatedGeometry:
             centre = np.mean([np.asarray(p.center[:2]) for p in art.parts], axis=0) - self.joint_pos[:2]
             self.angle0 = float(np.arctan2(centre[1], centre[0]))
             self.sign = float(np.sign(self.axis[2]))
+            self.parts = art.parts
 
     def door_dir(self, q: float) -> np.ndarray:
         """Horizontal unit vector from the hinge along the door at joint value q."""
@@ -72,6 +73,18 @@ class ArticulatedGeometry:
             return self.axis.copy()
         r = np.asarray(sim.handle_pos(self.handle)) - self.joint_pos
         return _unit(np.cross(self.axis, r) * np.array([1.0, 1.0, 0.0]))
+
+    def door_box(self, q: float):
+        """The door's footprint at joint value q, as a layout `Box` (for path planning)."""
+        from rearrange.layout import Box
+
+        part = max(self.parts, key=lambda b: b.half_size[0] * b.half_size[1])
+        a = self.sign * q
+        c, s = np.cos(a), np.sin(a)
+        rel = np.asarray(part.center[:2]) - self.joint_pos[:2]
+        centre = self.joint_pos[:2] + np.array([c * rel[0] - s * rel[1], s * rel[0] + c * rel[1]])
+        return Box(f"{self.name}_door_now", (float(centre[0]), float(centre[1]), float(part.center[2])),
+                   tuple(float(v) for v in part.half_size), float(part.yaw + a))
 
     def door_normal(self, q: float) -> np.ndarray:
         """(2,) outward normal of the door (the side the handle is on) at joint value q."""
@@ -111,6 +124,9 @@ class ArticulatedOracle(Oracle):
         self.desired = float(np.clip(self.desired_state, lo, hi))
         self.retreat_from: np.ndarray | None = None
         self._pull_dist: float | None = None
+        if self.geo.hinge and not self.opening:
+            # the sim's map does not know the open door: plan around it
+            self.follower.extra_obstacles = (self.geo.door_box(self.q(sim)),)
         self.goto("approach")
 
     # ------------------------------------------------------------------ state
@@ -143,8 +159,9 @@ class ArticulatedOracle(Oracle):
         out = self.geo.open_dir(sim)
         handle = np.asarray(sim.handle_pos(self.geo.handle), dtype=np.float64)
         if self.opening:
-            if self.geo.hinge:  # the door handle is a vertical bar: put the cup on its top end
-                return handle + np.array([0.0, 0.0, self.geo.handle_half_height])
+            if self.geo.hinge:  # the door handle is a vertical bar: put the cup on its top end, over
+                # its outer edge (the gripper housing, wider than the cup, then clears the door)
+                return handle + np.array([0.0, 0.0, self.geo.handle_half_height]) + out * self.c["top_offset"]
             return handle + out * self.c["handle_depth"]
         if self.geo.hinge:
             q = self.q(sim)
@@ -172,10 +189,13 @@ class ArticulatedOracle(Oracle):
             return np.array([0.0, 0.0, 1.0])
         return np.asarray(out, dtype=np.float64)
 
-    def tool_axis(self, out: np.ndarray) -> np.ndarray:
+    def tool_axis(self, out: np.ndarray, pulling: bool = False) -> np.ndarray | None:
         """Where the suction cup points while working on the handle: down, tilted toward the handle
-        (the wrist then stays clear of a counter top above it)."""
-        tilt = np.deg2rad(self.c["tilt_deg"])
+        (the wrist then stays clear of a counter top above it); None: left free."""
+        tilt_deg = self.c["pull_tilt_deg"] if pulling else self.c["tilt_deg"]
+        if tilt_deg is None:
+            return None
+        tilt = np.deg2rad(tilt_deg)
         axis = -np.asarray(out, dtype=np.float64) * np.sin(tilt) + np.array([0.0, 0.0, -np.cos(tilt)])
         return axis / np.linalg.norm(axis)
 
@@ -183,11 +203,22 @@ class ArticulatedOracle(Oracle):
         """Base action while pulling: drawers, back straight away along the slide (the base does the
         pulling, the arm holds on); doors, keep the handle ahead at the working distance."""
         if self.geo.hinge:
+            # face the door squarely (heading between facing the handle and facing the door's outer
+            # face), keeping the handle at its distance at grasp time: the arm then never lies
+            # along the swinging door
             handle = np.asarray(sim.handle_pos(self.geo.handle))
+            p = sim.to_base(handle)
             if self._pull_dist is None:
-                p = sim.to_base(handle)
-                self._pull_dist = float(np.hypot(p[0], p[1]))
-            return self.track_base(sim, handle, self._pull_dist)
+                self._pull_dist = float(p[0])
+            lin_step, ang_step = self.follower_steps(sim)
+            g = self.cfg["articulated"]["track_gain"]
+            face_door = float(np.arctan2(-out[1], -out[0]))
+            face_handle = float(sim.base_yaw) + float(np.arctan2(p[1], p[0]))
+            w = self.c["face_door_weight"]
+            err = np.angle(np.exp(1j * (w * np.angle(np.exp(1j * (face_door - face_handle))) + face_handle
+                                        - float(sim.base_yaw))))
+            forward = float(np.clip(g * (p[0] - self._pull_dist) / lin_step, -1.0, self.cfg["articulated"]["max_forward"]))
+            return np.array([forward, float(np.clip(g * err / ang_step, -1.0, 1.0))])
         _, ang_step = self.follower_steps(sim)
         facing = float(np.arctan2(-out[1], -out[0]))
         err = (facing - float(sim.base_yaw) + np.pi) % (2 * np.pi) - np.pi
@@ -227,7 +258,8 @@ class ArticulatedOracle(Oracle):
                 self.goto("rest")
             else:
                 point = self.work_point(sim)
-                base, ready = self.approach(sim, point, zone, self.valid_stand(sim), self.front_stand(sim, point))
+                base, ready = self.approach(sim, point, zone, self.valid_stand(sim), self.front_stand(sim, point),
+                                            force_stand=self.geo.hinge and self.opening)
                 if ready:
                     self.goto("reach")
                 return full_action(arm=self.ik.action_to_rest(sim), grip=RELEASE, base=base)
@@ -238,7 +270,7 @@ class ArticulatedOracle(Oracle):
             goal = point + self.approach_dir(out) * a["pre_distance"]
             if not self.in_work_zone(sim, point, zone):
                 self.goto("approach")
-            elif self.ik.ee_error(sim, goal) < a["tolerance"] or self.phase_steps >= a["reach_steps"]:
+            elif self.ik.ee_error(sim, goal) < a["tolerance"] or self.phase_steps >= self.c["reach_steps"]:
                 self.goto("contact" if self.opening else "push")
             return full_action(arm=self.ik.action_towards(sim, goal, axis=self.tool_axis(out)), grip=RELEASE)
 
@@ -262,8 +294,8 @@ class ArticulatedOracle(Oracle):
                 self.goto("release")
             else:
                 goal = np.asarray(sim.ee_pos) + out * a["pull_step"]
-                return full_action(arm=self.ik.action_towards(sim, goal, axis=self.tool_axis(out)), grip=GRASP,
-                                   base=self.pull_base(sim, out))
+                return full_action(arm=self.ik.action_towards(sim, goal, axis=self.tool_axis(out, pulling=True)),
+                                   grip=GRASP, base=self.pull_base(sim, out))
 
         if self.phase == "push":
             if self.finished_joint(sim):
@@ -287,8 +319,8 @@ class ArticulatedOracle(Oracle):
         if self.phase == "retreat":
             if self.phase_steps <= 1 or self.retreat_from is None:
                 self.retreat_from = np.asarray(sim.ee_pos, dtype=np.float64).copy()
-            goal = self.retreat_from + out * a["retreat"]
-            if self.ik.ee_error(sim, goal) < a["tolerance"] or self.phase_steps >= a["retreat_steps"]:
+            goal = self.retreat_from + out * self.c["retreat"]
+            if self.ik.ee_error(sim, goal) < a["tolerance"] or self.phase_steps >= self.c["retreat_steps"]:
                 self.goto("rest")
             return full_action(arm=self.ik.action_towards(sim, goal), grip=RELEASE)
 

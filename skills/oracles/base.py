@@ -142,15 +142,18 @@ class Oracle:
         return not bool(wall_between(sim, np.asarray(sim.base_xy)[None], np.asarray(point)[:2])[0])
 
     def approach(self, sim, point: np.ndarray, zone: Mapping[str, float], valid=None,
-                 stand: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
+                 stand: np.ndarray | None = None, force_stand: bool = False) -> tuple[np.ndarray, bool]:
         """Base action bringing `point` into the work zone: drive to a standing point, then face it.
 
         Returns (base action (2,), finished). The plan is made on the first call after `goto`;
         `valid` filters standing points (see `standing_point`); `stand`, if given, is used instead of
-        searching for one.
+        searching for one; with `force_stand` the base goes there even if the point is in the zone
+        already (unless it stands within the follower's tolerance of it).
         """
         if self._approach == "start":
-            if self.in_work_zone(sim, point, zone):
+            near_stand = stand is not None and float(np.linalg.norm(np.asarray(stand) - sim.base_xy)) < \
+                self.follower.gains.near_goal
+            if self.in_work_zone(sim, point, zone) and (not force_stand or stand is None or near_stand):
                 return np.zeros(2), True
             if valid is None:
                 safety = self.cfg["arm_safety"]

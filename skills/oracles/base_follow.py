@@ -25,6 +25,18 @@ def base_step_sizes(sim) -> tuple[float, float]:
     return float(base["max_lin_per_step"]), float(base["max_ang_per_step"])
 
 
+class _LayoutPlus:
+    """A layout seen by `NavMap` with extra obstacle boxes (moving parts the static map ignores)."""
+
+    def __init__(self, layout, extra) -> None:
+        self.bounds = layout.bounds
+        self.seed = getattr(layout, "seed", None)
+        self._obstacles = list(layout.obstacles_2d()) + list(extra)
+
+    def obstacles_2d(self) -> list:
+        return self._obstacles
+
+
 @dataclass(frozen=True)
 class FollowGains:
     lookahead: float  # metres ahead on the path the pursuit point lies
@@ -68,9 +80,11 @@ class BaseFollower:
         self._progress = 0
         self._blocked = 0
         self._wide_maps: dict[tuple, object] = {}
+        self.extra_obstacles: tuple = ()  # boxes the sim's map does not know (e.g. an open door)
 
     def clear(self) -> None:
-        """Forget the goal and path (the planning map stays cached)."""
+        """Forget the goal, path and extra obstacles (the planning maps stay cached)."""
+        self.extra_obstacles = ()
         self.goal = None
         self.path = np.zeros((0, 2))
         self._progress = 0
@@ -89,7 +103,8 @@ class BaseFollower:
             if path is not None:
                 break
         if path is None:
-            path = np.asarray(sim.navmap.path(start, self.goal), dtype=np.float64).reshape(-1, 2)
+            base_map = self._map(sim, sim.navmap.robot_radius) if self.extra_obstacles else sim.navmap
+            path = np.asarray(base_map.path(start, self.goal), dtype=np.float64).reshape(-1, 2)
         self._progress = 0
         self._blocked = 0
         if len(path) == 0:
@@ -103,15 +118,8 @@ class BaseFollower:
         """A path on a map inflated by `radius` (so the arm, which sticks out of the base disc,
         keeps off walls), joined to the true start and goal by straight segments that are free on the
         sim's own map; None when that is impossible."""
-        navmap = sim.navmap
-        key = (id(sim.layout), radius)
-        if key not in self._wide_maps:
-            from rearrange.navmap import NavMap
-
-            if len(self._wide_maps) >= 2 * len(self.gains.plan_radii):
-                self._wide_maps.clear()
-            self._wide_maps[key] = NavMap(sim.layout, resolution=navmap.resolution, robot_radius=radius)
-        wide = np.asarray(self._wide_maps[key].path(start, self.goal), dtype=np.float64).reshape(-1, 2)
+        navmap = self._map(sim, sim.navmap.robot_radius) if self.extra_obstacles else sim.navmap
+        wide = np.asarray(self._map(sim, radius).path(start, self.goal), dtype=np.float64).reshape(-1, 2)
         if len(wide) == 0:
             return None
         goal = navmap.nearest_navigable(self.goal)
@@ -122,6 +130,18 @@ class BaseFollower:
             return None
         keep = [0] + [i for i in range(1, len(pts)) if np.linalg.norm(pts[i] - pts[i - 1]) > 1e-6]
         return pts[keep]
+
+    def _map(self, sim, radius: float):
+        """A navigation map of the layout (plus `extra_obstacles`) inflated by `radius`, cached."""
+        key = (id(sim.layout), radius, tuple((b.center, b.half_size, b.yaw) for b in self.extra_obstacles))
+        if key not in self._wide_maps:
+            from rearrange.navmap import NavMap
+
+            if len(self._wide_maps) >= 2 * len(self.gains.plan_radii) + 2:
+                self._wide_maps.clear()
+            layout = _LayoutPlus(sim.layout, self.extra_obstacles) if self.extra_obstacles else sim.layout
+            self._wide_maps[key] = NavMap(layout, resolution=sim.navmap.resolution, robot_radius=radius)
+        return self._wide_maps[key]
 
     @property
     def end(self) -> np.ndarray:
@@ -175,9 +195,8 @@ class BaseFollower:
         else:
             self._blocked = 0
         xy = np.asarray(sim.base_xy, dtype=np.float64)
-        if len(self.path) == 0 or self._blocked >= g.stuck_steps:
-            if not self._replan(sim):
-                return np.zeros(2)
+        if (len(self.path) == 0 or self._blocked >= g.stuck_steps) and not self._replan(sim):
+            return np.zeros(2)
         if self.arrived(sim):
             return np.zeros(2)
         target, off = self._pursuit_point(xy)
