@@ -5,7 +5,9 @@ breadth-first planner, and for each plan step ground it to a skill call (`planne
 point the sensors at its target, and run the skill until its termination predicate or timeout
 (`skills.definitions.SkillMonitor`). Then check the step's PDDL effects against the symbolic state
 read off the simulator. If they do not hold (the skill failed), RE-PLAN from the observed state, up
-to `agent.max_replans` times (habitat-lab and ManiSkill-HAB only follow fixed plans). When the
+to `agent.max_replans` times (habitat-lab and ManiSkill-HAB only follow fixed plans); with
+`agent.renavigate_after_failure` the re-plan forgets where the robot is (no `robot_at`), so the
+retry starts with a fresh navigation instead of repeating the failed skill from the same spot. When the
 plan is exhausted and the goal holds, the agent calls stop (habitat: the high-level policy ends the
 episode); if the goal does not hold it re-plans too.
 
@@ -264,7 +266,7 @@ class HabAgent:
     """Planner + skills. `skills(name)` gives the controller of a skill (oracle or learned)."""
 
     def __init__(self, agent_type: str, skills: Callable[[str], SkillController], max_replans: int,
-                 planner_cfg: Mapping[str, Any] | None = None) -> None:
+                 planner_cfg: Mapping[str, Any] | None = None, renavigate: bool = False) -> None:
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
         self.agent_type = agent_type
@@ -272,6 +274,7 @@ class HabAgent:
         self.max_replans = int(max_replans)
         self.planner_cfg = load_planner_cfg() if planner_cfg is None else planner_cfg
         self.use_nav = agent_type != "tp-srl-nonav"
+        self.renavigate = bool(renavigate)
 
     def executes(self, call_skill: str) -> bool:
         """Whether this agent runs a skill (nonav drops nav steps)."""
@@ -298,7 +301,7 @@ class HabAgent:
                     break
                 if not self._replan(run, planner, observed, queue, ("plan", "plan")):
                     break
-                believed = planner.check_state(observed) | planner.static_facts
+                believed = self._replanned_state(planner, observed)
                 continue
             action = queue.popleft()
             call = ground_action(action, problem, SymbolicInputs.from_sim(env.sim))
@@ -316,7 +319,7 @@ class HabAgent:
             if not holds:
                 if not self._replan(run, planner, observed, queue, (call.skill, call_label(call))):
                     break
-                believed = planner.check_state(observed) | planner.static_facts
+                believed = self._replanned_state(planner, observed)
         return self._finish(env, run, observer, call_stop=True)
 
     # ------------------------------------------------------------------ pieces
@@ -329,6 +332,8 @@ class HabAgent:
             run.end_reason = "replans_exhausted"
             return False
         run.replans += 1
+        if self.renavigate:  # approach again before retrying: the robot is "at" nothing
+            observed = frozenset(a for a in observed if a[0] != "robot_at")
         try:
             new_plan = replan(planner, observed)
         except PlanningError:
@@ -337,6 +342,12 @@ class HabAgent:
         queue.clear()
         queue.extend(new_plan)
         return True
+
+    def _replanned_state(self, planner: Any, observed: frozenset) -> frozenset:
+        """The state a re-plan started from (what the agent believes after re-planning)."""
+        if self.renavigate:
+            observed = frozenset(a for a in observed if a[0] != "robot_at")
+        return planner.check_state(observed) | planner.static_facts
 
     def _run_skill(self, env: Any, call: SkillCall, run: _EpisodeRun, observer: StepObserver | None) -> bool:
         """Run one skill call; True if the episode ended during it (truncation or force limit)."""
@@ -452,4 +463,5 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
         skills: Callable[[str], SkillController] = OracleSkills(oracle_cfg)
     else:
         skills = LearnedSkills(checkpoints or {}, deterministic=bool(agent_cfg["deterministic"]))
-    return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]))
+    return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]),
+                    renavigate=bool(agent_cfg["renavigate_after_failure"]))

@@ -220,11 +220,11 @@ class ChannelsFirst(gym.ObservationWrapper):
 def sf_make_env(full_env_name: str, cfg: Any = None, env_config: Any = None, render_mode: str | None = None, *,
                 spec: Mapping[str, Any]) -> gym.Env:
     """SF's env factory (picklable through functools.partial): the benchmark's timed (and slowed) env."""
-    from eval.bench_ver import base_env_fn, make_bench_env
+    from eval.bench_ver import NUM_COUNTERS, base_env_fn, make_bench_env
 
     n = int(spec["num_envs"])
     index = int(env_config["env_id"]) if env_config is not None else 0
-    counters = np.memmap(spec["counters_path"], dtype=np.float64, mode="r+", shape=(n, 4))
+    counters = np.memmap(spec["counters_path"], dtype=np.float64, mode="r+", shape=(n, NUM_COUNTERS))
     env = make_bench_env(index % n, base_fn=base_env_fn(spec["workload"]), counters=counters,
                          slow=tuple(spec["slow"]), slow_factor=float(spec["slow_factor"]))
     return ChannelsFirst(env)
@@ -241,7 +241,9 @@ def sf_main(spec_path: str) -> None:
 
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     n, warmup = int(spec["num_envs"]), int(spec["warmup"])
-    counters = np.memmap(spec["counters_path"], dtype=np.float64, mode="w+", shape=(n, 4))
+    from eval.bench_ver import NUM_COUNTERS, SIM_CPU_SECONDS
+
+    counters = np.memmap(spec["counters_path"], dtype=np.float64, mode="w+", shape=(n, NUM_COUNTERS))
     counters[:] = 0.0
     counters.flush()
     register_env("bench_env", functools.partial(sf_make_env, spec=spec))
@@ -303,6 +305,7 @@ def sf_main(spec_path: str) -> None:
         "profiles": profiles,
         "sim": {"step_seconds": float(delta[:, 0].sum()), "steps": int(delta[:, 1].sum()),
                 "reset_seconds": float(delta[:, 2].sum()), "resets": int(delta[:, 3].sum()),
+                "cpu_seconds": float(delta[:, SIM_CPU_SECONDS].sum()),
                 "from_warmup_snapshot": "counters" in snapshot},
     })
 

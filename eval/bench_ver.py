@@ -182,8 +182,11 @@ def slow_env_indices(num_envs: int, slow_envs: int) -> list[int]:
     return list(range(num_envs - slow_envs, num_envs))
 
 
-# Columns of the shared per-env timing counters written by `TimedEnv` inside the workers.
-SIM_SECONDS, SIM_STEPS, RESET_SECONDS, RESETS = range(4)
+# Columns of the shared per-env timing counters written by `TimedEnv` inside the workers: wall seconds
+# and counts of steps and resets, and the CPU seconds the worker process used in them (wall >> CPU
+# means the env waited for a core: the machine is oversubscribed).
+SIM_SECONDS, SIM_STEPS, RESET_SECONDS, RESETS, SIM_CPU_SECONDS = range(5)
+NUM_COUNTERS = 5
 
 
 def _timed_env_class():
@@ -203,8 +206,9 @@ def _timed_env_class():
             self._row = row
             self._factor = float(factor)
 
-        def _account(self, started: float, seconds_col: int, count_col: int) -> None:
+        def _account(self, started: float, cpu_started: float, seconds_col: int, count_col: int) -> None:
             elapsed = time.perf_counter() - started
+            self._counters[self._row, SIM_CPU_SECONDS] += time.process_time() - cpu_started
             if self._factor > 1.0:
                 time.sleep((self._factor - 1.0) * elapsed)
                 elapsed = time.perf_counter() - started
@@ -212,15 +216,15 @@ def _timed_env_class():
             self._counters[self._row, count_col] += 1
 
         def step(self, action):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out = self.env.step(action)
-            self._account(t0, SIM_SECONDS, SIM_STEPS)
+            self._account(t0, c0, SIM_SECONDS, SIM_STEPS)
             return out
 
         def reset(self, **kwargs):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out = self.env.reset(**kwargs)
-            self._account(t0, RESET_SECONDS, RESETS)
+            self._account(t0, c0, RESET_SECONDS, RESETS)
             return out
 
     return TimedEnv
@@ -349,7 +353,7 @@ def rank_worker_main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     cfg = OmegaConf.create(spec["cfg"])
     n = int(cfg.trainer.num_envs)
-    counters = torch.zeros((n, 4), dtype=torch.float64).share_memory_()
+    counters = torch.zeros((n, NUM_COUNTERS), dtype=torch.float64).share_memory_()
     env_fn = functools.partial(make_bench_env, base_fn=base_env_fn(spec["workload"]), counters=counters,
                                slow=tuple(spec["slow"]), slow_factor=float(spec["slow_factor"]))
     warmup = int(spec["warmup_updates"])
@@ -380,6 +384,7 @@ def rank_worker_main(spec_path: str) -> None:
         "steps": int(delta[:, SIM_STEPS].sum()),
         "reset_seconds": float(delta[:, RESET_SECONDS].sum()),
         "resets": int(delta[:, RESETS].sum()),
+        "cpu_seconds": float(delta[:, SIM_CPU_SECONDS].sum()),
         "from_warmup_snapshot": snapshot is not None,
     }
     if rank == 0:
@@ -483,6 +488,7 @@ def sim_stats(sim: Mapping[str, Any], wall_seconds: float, num_envs: int) -> dic
     return {
         "env_seconds": seconds,
         "ms_per_step": 1000.0 * seconds / steps,
+        "cpu_ms_per_step": 1000.0 * float(sim.get("cpu_seconds", math.nan)) / steps,
         "reset_seconds": float(sim["reset_seconds"]),
         "resets": int(sim["resets"]),
         "busy_fraction": seconds / max(wall_seconds * num_envs, 1e-9),
@@ -535,7 +541,8 @@ def ratios(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
 
 def format_table(report: Mapping[str, Any]) -> str:
     rows = report["modes"]
-    head = (f"{'mode':<15}{'mean SPS':>10}{'max SPS':>10}{'collect SPS':>12}{'sim ms/step':>12}{'sim busy':>9}"
+    head = (f"{'mode':<15}{'mean SPS':>10}{'max SPS':>10}{'collect SPS':>12}{'sim ms/step':>12}{'(CPU ms)':>9}"
+            f"{'sim busy':>9}"
             f"{'infer s':>9}{'learn s':>9}{'wait s':>8}{'wall s':>8}")
     lines = [head, "-" * len(head)]
     for mode, row in rows.items():
@@ -545,7 +552,8 @@ def format_table(report: Mapping[str, Any]) -> str:
         t, sim = row.get("time_s", {}), row.get("sim", {})
         lines.append(
             f"{mode:<15}{row['mean_sps']:>10.1f}{row['max_sps']:>10.1f}{_fmt(row.get('collect_sps'), 12, 1)}"
-            f"{_fmt(sim.get('ms_per_step'), 12, 2)}{_fmt(sim.get('busy_fraction'), 9, 2)}"
+            f"{_fmt(sim.get('ms_per_step'), 12, 2)}{_fmt(sim.get('cpu_ms_per_step'), 9, 2)}"
+            f"{_fmt(sim.get('busy_fraction'), 9, 2)}"
             f"{_fmt(t.get('inference'), 9, 1)}{_fmt(t.get('learning'), 9, 1)}{_fmt(t.get('waiting'), 8, 1)}"
             f"{_fmt(row.get('measured_seconds'), 8, 1)}")
     if report.get("scaling"):

@@ -221,11 +221,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     agent = _load_agent(args, args.skill, bool(ev["deterministic"]))
     episodes = _episodes(args, args.skill, split, count, seed)
 
-    from rearrange.env import make_registered_env
-    from rearrange.tasks.skill_tasks import SKILL_ENV_IDS, register_skill_envs
-
-    register_skill_envs()
-    env = make_registered_env(SKILL_ENV_IDS[args.skill], episodes=episodes, episode_order="cycle")
+    env = _make_env(agent, args.skill, episodes)
     env.reset(seed=seed)
 
     out = Path(args.out or ev["out"] or f"runs/eval_skill/{args.skill}_{agent.name}.json")
@@ -267,6 +263,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     s = summary["success"]
     print(f"{args.skill} ({agent.name}): success {s['mean']:.3f} "
           f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}] over {s['n']} episodes -> {out}")
+
+
+def _make_env(agent: Any, skill: str, episodes: list) -> Any:
+    """The skill env: a trained policy gets the task and sim settings it was trained with (its
+    checkpoint's config: camera size, base movement...), the oracle the registered skill env."""
+    from rearrange.env import RearrangeEnv, make_registered_env
+    from rearrange.tasks.skill_tasks import SKILL_ENV_IDS, make_skill_task, register_skill_envs
+
+    if isinstance(agent, PolicyAgent):
+        config = agent.policy.config
+        return RearrangeEnv(make_skill_task(config["skill"]), episodes, sim_cfg=config.get("sim"),
+                            episode_order="cycle")
+    register_skill_envs()
+    return make_registered_env(SKILL_ENV_IDS[skill], episodes=episodes, episode_order="cycle")
 
 
 def _video_name(skill: str, episode_id: str, success: bool) -> str:

@@ -79,7 +79,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, needle):
 
 
 def test_timed_env_counts_steps_and_resets_in_shared_counters():
-    counters = torch.zeros((3, 4), dtype=torch.float64).share_memory_()
+    counters = torch.zeros((3, bench_ver.NUM_COUNTERS), dtype=torch.float64).share_memory_()
     base = make_counting_env
     env = bench_ver.make_bench_env(2, base_fn=base, counters=counters, slow=(2,), slow_factor=1.5)
     env.reset(seed=0)
@@ -90,6 +90,7 @@ def test_timed_env_counts_steps_and_resets_in_shared_counters():
     c = counters.numpy()
     assert c[2, bench_ver.SIM_STEPS] == 9 and c[2, bench_ver.RESETS] == 2
     assert c[2, bench_ver.SIM_SECONDS] > 0 and c[2, bench_ver.RESET_SECONDS] > 0
+    assert c[2, bench_ver.SIM_CPU_SECONDS] >= 0
     assert np.all(c[:2] == 0)  # other envs' rows untouched
     assert bench_ver.slow_env_indices(8, 3) == [5, 6, 7] and bench_ver.slow_env_indices(8, 0) == []
 

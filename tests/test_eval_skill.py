@@ -82,3 +82,27 @@ def test_corrupt_episode_file_exits_2(tmp_path, capsys):
         main(["--skill", "pick", "--oracle", "--episodes-file", str(bad), "--out", str(tmp_path / "r.json")])
     assert exc.value.code == 2
     assert "\n" not in capsys.readouterr().err.strip()
+
+
+@pytest.mark.slow
+def test_checkpoint_is_evaluated_with_its_own_config(tmp_path, capsys):
+    """A tiny train-skill checkpoint (32x32 depth camera) runs through eval-skill; using it for
+    another skill is a one-line error with exit code 2."""
+    from skills.train_cli import main as train_main
+    from trainer.checkpoint import latest_checkpoint
+
+    run = tmp_path / "run"
+    train_main(["--skill", "pick", "--out", str(run), "trainer.num_envs=2", "trainer.num_steps=32",
+                "trainer.total_steps=64", "trainer.progress_bar=false", "dataset.count=2", "policy=mlp",
+                "sim.camera.head.width=32", "sim.camera.head.height=32"])
+    ckpt = latest_checkpoint(run / "checkpoints")
+    out = tmp_path / "r.json"
+    main(["--skill", "pick", "--checkpoint", str(ckpt), "--episodes", "1", "--no-progress", "--out", str(out)])
+    res = json.loads(out.read_text())
+    assert res["agent"] == "checkpoint" and res["checkpoint"] == str(ckpt)
+    assert res["episodes"][0]["measures"]["steps"] >= 1
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["--skill", "place", "--checkpoint", str(ckpt), "--out", str(tmp_path / "p.json")])
+    assert exc.value.code == 2
+    assert "is a 'pick' skill, not 'place'" in capsys.readouterr().err

@@ -152,7 +152,7 @@ class Oracle:
         """
         if self._approach == "start":
             near_stand = stand is not None and float(np.linalg.norm(np.asarray(stand) - sim.base_xy)) < \
-                self.follower.gains.near_goal
+                self.follower.gains.goal_tolerance
             if self.in_work_zone(sim, point, zone) and (not force_stand or stand is None or near_stand):
                 return np.zeros(2), True
             if valid is None:
