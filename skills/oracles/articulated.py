@@ -1,14 +1,16 @@
 """Open/close oracles for the fridge door (hinge) and the kitchen drawers (slide).
 
-Open: drive near the handle, put the suction cup on it from the front, pull it along the direction
-the handle moves when the joint opens (the door arc's tangent, recomputed every step, or the slide
-axis) while the base backs up and turns to keep the handle in front, until the joint passes the
-desired state; release, pull the ee back, return the arm to rest, call stop.
+Open: drive to a stance squarely in front of the handle, bring the suction cup above the door
+handle's top end (fridge) or in front of the drawer handle, attach, and pull along the direction the
+handle moves when the joint opens (the door arc's tangent, recomputed every step, or the slide axis).
+For a drawer the base backs straight away and does the pulling; for the door the base backs away as
+the handle comes closer and turns to face the door. Past the desired state: release, pull the ee
+back, return the arm to rest, call stop.
 
-Close (suction is disabled in the close tasks): stand clear of the part's remaining sweep, put the
-suction cup against the outside of the door (or the drawer front) and push it along the closing
-direction, repositioning the base whenever the push point leaves the arm's work zone, until the
-joint is closed; pull the ee back, rest, stop.
+Close (suction is disabled in the close tasks): stand clear of the part's remaining sweep (the open
+door is an extra obstacle for path planning), put the cup against the handle's front (drawer) or the
+door's outer face and push it along the closing direction, repositioning the base whenever the push
+point leaves the arm's work zone, until the joint is closed; pull the ee back, rest, stop.
 
 Desired joint states and thresholds are read from the skill's own config (`configs/skill/*.yaml`),
 so the oracle aims at exactly what the task measures.
@@ -25,6 +27,7 @@ from rearrange.sensors import SensorTarget
 from rearrange.tasks.articulated import art_for_handle
 from rearrange.tasks.skill_tasks import load_skill_config
 from skills.oracles.base import GRASP, RELEASE, Oracle, full_action
+from skills.oracles.base_follow import base_step_sizes, wrap_angle
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -150,7 +153,7 @@ class ArticulatedOracle(Oracle):
         if not self.geo.hinge or self.opening:  # opening: the base backs away ahead of the door
             return None
         q = self.q(sim)
-        lo, hi = (q, max(self.desired, q)) if self.opening else (min(self.desired, q), q)
+        lo, hi = min(self.desired, q), q
         clearance = self.cfg["articulated"]["base_clearance"]
         return lambda pts: self.geo.sweep_clearance(pts, lo, hi) > clearance
 
@@ -201,7 +204,8 @@ class ArticulatedOracle(Oracle):
 
     def pull_base(self, sim, out: np.ndarray) -> np.ndarray:
         """Base action while pulling: drawers, back straight away along the slide (the base does the
-        pulling, the arm holds on); doors, keep the handle ahead at the working distance."""
+        pulling, the arm holds on); doors, back away as the handle comes closer while turning to face
+        the door (`face_door_weight` between facing the handle and facing the door squarely)."""
         if self.geo.hinge:
             # face the door squarely (heading between facing the handle and facing the door's outer
             # face), keeping the handle at its distance at grasp time: the arm then never lies
@@ -214,14 +218,13 @@ class ArticulatedOracle(Oracle):
             g = self.cfg["articulated"]["track_gain"]
             face_door = float(np.arctan2(-out[1], -out[0]))
             face_handle = float(sim.base_yaw) + float(np.arctan2(p[1], p[0]))
-            w = self.c["face_door_weight"]
-            err = np.angle(np.exp(1j * (w * np.angle(np.exp(1j * (face_door - face_handle))) + face_handle
-                                        - float(sim.base_yaw))))
+            desired = face_handle + self.c["face_door_weight"] * wrap_angle(face_door - face_handle)
+            err = wrap_angle(desired - float(sim.base_yaw))
             forward = float(np.clip(g * (p[0] - self._pull_dist) / lin_step, -1.0, self.cfg["articulated"]["max_forward"]))
             return np.array([forward, float(np.clip(g * err / ang_step, -1.0, 1.0))])
         _, ang_step = self.follower_steps(sim)
         facing = float(np.arctan2(-out[1], -out[0]))
-        err = (facing - float(sim.base_yaw) + np.pi) % (2 * np.pi) - np.pi
+        err = wrap_angle(facing - float(sim.base_yaw))
         return np.array([-self.c["pull_speed"], float(np.clip(0.5 * err / ang_step, -1.0, 1.0))])
 
     def track_base(self, sim, point: np.ndarray, distance: float | None = None) -> np.ndarray:
@@ -240,8 +243,6 @@ class ArticulatedOracle(Oracle):
 
     @staticmethod
     def follower_steps(sim) -> tuple[float, float]:
-        from skills.oracles.base_follow import base_step_sizes
-
         return base_step_sizes(sim)
 
     # ------------------------------------------------------------------ phases
