@@ -93,6 +93,9 @@ def build_parser(bench: Mapping[str, Any]) -> argparse.ArgumentParser:
     p.add_argument("--ranks", default=",".join(str(r) for r in bench["ranks"]),
                    help=f"comma list of torchrun rank counts for the {bench['scaling_mode']} scaling rows "
                    "(default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=bench["repeats"],
+                   help="measure every mode this many times, round-robin; the table shows mean +- std "
+                   "(%(default)s)")
     p.add_argument("--out", default=bench["out"], metavar="DIR", help="output directory (%(default)s)")
     p.add_argument("--rank-worker", metavar="SPEC", help=argparse.SUPPRESS)  # internal: one measured run
     p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every mode, key=value")
@@ -536,12 +539,35 @@ def ratios(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
     return out
 
 
+def combine_repeats(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row from the repeats of a mode: mean (and std) of the means, best max, summed seconds."""
+    ok = [r for r in rows if r.get("status") == "ok"]
+    if len(rows) == 1 or not ok:
+        return rows[0] if len(rows) == 1 else {"status": rows[-1].get("status", "failed")}
+    means = np.array([r["mean_sps"] for r in ok])
+    out = dict(ok[0])
+    out.update({
+        "mean_sps": float(means.mean()),
+        "mean_sps_std": float(means.std(ddof=1)) if len(ok) > 1 else 0.0,
+        "max_sps": max(r["max_sps"] for r in ok),
+        "collect_sps": float(np.mean([r["collect_sps"] for r in ok])) if all("collect_sps" in r for r in ok) else None,
+        "measured_steps": int(sum(r["measured_steps"] for r in ok)),
+        "measured_seconds": float(sum(r["measured_seconds"] for r in ok)),
+        "time_s": {k: float(sum(r["time_s"].get(k, 0.0) for r in ok)) for k in ok[0]["time_s"]},
+        "sim": {k: float(np.mean([r["sim"][k] for r in ok])) for k in ok[0]["sim"]},
+        "rollout_sps": [v for r in ok for v in r["rollout_sps"]],
+        "repeats": [{k: r[k] for k in ("mean_sps", "max_sps")} for r in ok],
+        "failed_repeats": len(rows) - len(ok),
+    })
+    return out
+
+
 # ----------------------------------------------------------------------------- reporting
 
 
 def format_table(report: Mapping[str, Any]) -> str:
     rows = report["modes"]
-    head = (f"{'mode':<15}{'mean SPS':>10}{'max SPS':>10}{'collect SPS':>12}{'sim ms/step':>12}{'(CPU ms)':>9}"
+    head = (f"{'mode':<15}{'mean SPS':>14}{'max SPS':>10}{'collect SPS':>12}{'sim ms/step':>12}{'(CPU ms)':>9}"
             f"{'sim busy':>9}"
             f"{'infer s':>9}{'learn s':>9}{'wait s':>8}{'wall s':>8}")
     lines = [head, "-" * len(head)]
@@ -551,7 +577,7 @@ def format_table(report: Mapping[str, Any]) -> str:
             continue
         t, sim = row.get("time_s", {}), row.get("sim", {})
         lines.append(
-            f"{mode:<15}{row['mean_sps']:>10.1f}{row['max_sps']:>10.1f}{_fmt(row.get('collect_sps'), 12, 1)}"
+            f"{mode:<15}{_mean_text(row):>14}{row['max_sps']:>10.1f}{_fmt(row.get('collect_sps'), 12, 1)}"
             f"{_fmt(sim.get('ms_per_step'), 12, 2)}{_fmt(sim.get('cpu_ms_per_step'), 9, 2)}"
             f"{_fmt(sim.get('busy_fraction'), 9, 2)}"
             f"{_fmt(t.get('inference'), 9, 1)}{_fmt(t.get('learning'), 9, 1)}{_fmt(t.get('waiting'), 8, 1)}"
@@ -581,6 +607,12 @@ def format_table(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _mean_text(row: Mapping[str, Any]) -> str:
+    if "mean_sps_std" in row:
+        return f"{row['mean_sps']:.1f}+-{row['mean_sps_std']:.1f}"
+    return f"{row['mean_sps']:.1f}"
+
+
 def _fmt(value: float | None, width: int, digits: int) -> str:
     if value is None or not math.isfinite(float(value)):
         return f"{'-':>{width}}"
@@ -598,7 +630,8 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     names = list(ok)
     x = np.arange(len(names))
-    ax1.bar(x - 0.2, [ok[m]["mean_sps"] for m in names], 0.4, label="mean (after warm-up)")
+    ax1.bar(x - 0.2, [ok[m]["mean_sps"] for m in names], 0.4, label="mean (after warm-up)",
+            yerr=[ok[m].get("mean_sps_std", 0.0) for m in names], capsize=3)
     ax1.bar(x + 0.2, [ok[m]["max_sps"] for m in names], 0.4, label="max (best rollout)")
     ax1.set_xticks(x, names)
     ax1.set_ylabel("steps / s")
@@ -673,6 +706,8 @@ def main(argv: list[str] | None = None) -> None:
         exit_with_error(f"--num-envs and --num-steps must be >= 1 (got {n} and {t_len})")
     if warmup < 0:
         exit_with_error(f"--warmup-updates must be >= 0 (got {warmup})")
+    if args.repeats < 1:
+        exit_with_error(f"--repeats must be >= 1 (got {args.repeats})")
     if not 0 <= args.slow_envs <= n:
         exit_with_error(f"--slow-envs must be between 0 and --num-envs ({n}), got {args.slow_envs}")
     if args.slow_factor < 1.0:
@@ -719,7 +754,7 @@ def main(argv: list[str] | None = None) -> None:
         "command": "bench-ver " + " ".join(argv),
         "machine": machine_description(),
         "config": {"skill": skill, "num_envs": n, "num_steps": t_len, "steps_per_mode": steps,
-                   "warmup_updates": warmup, "slow_envs": args.slow_envs, "slow_factor": args.slow_factor,
+                   "warmup_updates": warmup, "repeats": args.repeats, "slow_envs": args.slow_envs, "slow_factor": args.slow_factor,
                    "slow_env_indices": spec_common["slow"], "ranks": rank_counts, "scaling_mode": scaling_mode,
                    "overrides": list(args.overrides), "policy": to_plain(cfgs[modes[0]].policy),
                    "ppo": to_plain(cfgs[modes[0]].trainer.ppo)},
@@ -729,17 +764,21 @@ def main(argv: list[str] | None = None) -> None:
         "goals": [],
     }
     try:
-        for mode in modes:
-            if mode == "sample_factory":
-                from eval.bench_sample_factory import run_sample_factory
+        measured: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
+        for rep in range(args.repeats):  # round-robin, so a change of machine load hits every mode alike
+            for mode in modes:
+                tag = mode if args.repeats == 1 else f"{mode}_rep{rep}"
+                if mode == "sample_factory":
+                    from eval.bench_sample_factory import run_sample_factory
 
-                report["modes"][mode] = run_sample_factory(
-                    workload, cfgs[mode], n, t_len, steps, warmup, spec_common, out / "runs" / mode)
-                row = report["modes"][mode]
-                print(f"  sample_factory ... {row['mean_sps']:.1f} steps/s" if row.get("status") == "ok"
-                      else f"  sample_factory: {row['status']}", file=sys.stderr)
-            else:
-                report["modes"][mode] = measure(mode, 1, mode)
+                    row = run_sample_factory(workload, cfgs[mode], n, t_len, steps, warmup, spec_common,
+                                             out / "runs" / tag)
+                    print(f"  {tag} ... {row['mean_sps']:.1f} steps/s" if row.get("status") == "ok"
+                          else f"  {tag}: {row['status']}", file=sys.stderr)
+                else:
+                    row = measure(mode, 1, tag)
+                measured[mode].append(row)
+        report["modes"] = {m: combine_repeats(rows) for m, rows in measured.items()}
         base = report["modes"].get(scaling_mode) if scaling_mode in modes else None
         for ranks in rank_counts if len(rank_counts) > 1 or rank_counts != [1] else []:
             row = base if ranks == 1 and base is not None else measure(scaling_mode, ranks,

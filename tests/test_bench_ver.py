@@ -144,3 +144,17 @@ def test_sample_factory_arguments_match_our_batch_geometry():
     assert flags["device"] == "cpu" and int(flags["train_for_env_steps"]) == 4096
     with pytest.raises(ValueError, match="not a multiple"):
         sf_arguments({**sf_cfg, "envs_per_worker": 3}, ppo, 8, 64, 4096, 0, "/tmp/x")
+
+
+def test_repeats_combine_into_mean_std_and_best_max():
+    def row(mean, best, learn):
+        return {"status": "ok", "mean_sps": mean, "max_sps": best, "collect_sps": 2 * mean, "measured_steps": 100,
+                "measured_seconds": 100 / mean, "time_s": {"learning": learn, "inference": 1.0, "waiting": 0.5},
+                "sim": {"ms_per_step": 10.0, "busy_fraction": 0.5}, "rollout_sps": [mean], "ranks": 1}
+
+    combined = bench_ver.combine_repeats([row(10.0, 12.0, 2.0), row(20.0, 25.0, 3.0), {"status": "failed: x"}])
+    assert combined["mean_sps"] == pytest.approx(15.0)
+    assert combined["mean_sps_std"] == pytest.approx(np.std([10.0, 20.0], ddof=1))
+    assert combined["max_sps"] == 25.0 and combined["failed_repeats"] == 1
+    assert combined["time_s"]["learning"] == pytest.approx(5.0) and combined["measured_steps"] == 200
+    assert bench_ver.combine_repeats([{"status": "failed: x"}])["status"] == "failed: x"

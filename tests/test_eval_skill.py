@@ -84,7 +84,6 @@ def test_corrupt_episode_file_exits_2(tmp_path, capsys):
     assert "\n" not in capsys.readouterr().err.strip()
 
 
-@pytest.mark.slow
 def test_checkpoint_is_evaluated_with_its_own_config(tmp_path, capsys):
     """A tiny train-skill checkpoint (32x32 depth camera) runs through eval-skill; using it for
     another skill is a one-line error with exit code 2."""

@@ -138,21 +138,18 @@ def _solve_rate(skill: str, episodes: int, cfg) -> tuple[int, list[str]]:
     return solved, failed
 
 
-@pytest.mark.parametrize("skill", ["pick", "open_cab", "close_cab"])
-def test_oracle_solves_its_skill(skill, cfg):
-    solved, failed = _solve_rate(skill, 10, cfg)
-    assert solved >= 8, f"{skill} oracle solved {solved}/10; failures: {failed}"
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize("skill", [
+    "pick",
     "place",
     "nav",
     "open_fridge",
-    # Known shortfall (0/10): the close-fridge oracle finds no stance from which to push the open door's
-    # outer face (it faces the wall beside the fridge); see the oracle report.
+    # Known shortfall (4/100 on val): the close-fridge oracle finds no stance from which to push the
+    # open door's outer face (past ~1.2 rad it faces the wall beside the fridge); see the oracle report.
     pytest.param("close_fridge", marks=pytest.mark.xfail(reason="close_fridge oracle does not solve the task")),
+    "open_cab",
+    "close_cab",
 ])
-def test_oracle_solves_its_skill_slow(skill, cfg):
+def test_oracle_solves_its_skill(skill, cfg):
+    """At least 8 of the first 10 val episodes, judged by the skill task's own success measure."""
     solved, failed = _solve_rate(skill, 10, cfg)
     assert solved >= 8, f"{skill} oracle solved {solved}/10; failures: {failed}"
