@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from trainer.files import atomic_path, write_text_atomic
 
 
 def read_metrics(path: Path) -> list[dict[str, float]]:
@@ -90,15 +90,8 @@ def untrained_reference(run_dir: Path, episodes: int, seed: int = 0) -> dict[str
     env.close()
     ref = {"episodes": episodes, "seed": seed, "return": float(np.mean(returns)),
            "return_std": float(np.std(returns)), "success": float(np.mean(successes))}
-    _write_atomic(cache, json.dumps(ref, indent=2))
+    write_text_atomic(cache, json.dumps(ref, indent=2))
     return ref
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def plot(rows: list[dict[str, float]], ref: dict[str, Any] | None, out: Path, title: str, bins: int) -> dict:
@@ -126,12 +119,9 @@ def plot(rows: list[dict[str, float]], ref: dict[str, Any] | None, out: Path, ti
     axes[1].legend(fontsize=8, loc="lower right")
     fig.suptitle(title)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".png", dir=out.parent)
-    os.close(fd)
-    fig.savefig(tmp, dpi=110)
+    with atomic_path(out, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
-    os.replace(tmp, out)
     return summary
 
 

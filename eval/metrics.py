@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from trainer.files import write_text_atomic
 
 Atom = tuple[str, ...]
 
@@ -164,21 +165,8 @@ def aggregate(
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
     """Write `obj` as indented JSON: temp file in the same folder, fsync, then os.replace."""
-    path = Path(path)
     text = json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return write_text_atomic(path, text)
 
 
 def load_records(rows: Iterable[Mapping[str, Any]]) -> list[EpisodeRecord]:

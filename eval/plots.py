@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,22 +20,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the headless backend)
 import numpy as np  # noqa: E402
 
+from trainer.files import atomic_path  # noqa: E402
+
 
 def _save_png(fig, path: str | os.PathLike) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)
-    return path
+    return Path(path)
 
 
 def plot_stage_success(

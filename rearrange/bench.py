@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 
 import numpy as np
+
+from trainer.files import atomic_path
 
 
 def _setup_env_vars() -> None:
@@ -140,16 +141,8 @@ def write_snapshot(path: str, layout_seed: int, width: int = 960, height: int = 
     pad[top : top + dimg.shape[0]] = dimg
     image = np.concatenate([overview, np.full((height, 8, 3), 255, np.uint8), pad], axis=1)
     sim.close()
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=directory)
-    os.close(fd)
-    try:
+    with atomic_path(path, suffix=".png") as tmp:
         iio.imwrite(tmp, image)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -15,12 +15,13 @@ import gzip
 import json
 import math
 import os
-import tempfile
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from trainer.files import write_bytes_atomic
 
 FORMAT_VERSION = 1
 SKILL_KINDS = ("pick", "place", "nav", "open_fridge", "close_fridge", "open_cab", "close_cab")
@@ -247,25 +248,7 @@ def save_episodes(path: str | os.PathLike, episodes: Sequence[Episode], *, kind:
     data = json.dumps(dataset_dict(episodes, kind, split, seed), separators=(",", ":")).encode()
     if path.name.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_current_umask())  # mkstemp makes 0600; use the usual file mode
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    write_bytes_atomic(path, data)
 
 
 def load_dataset(path: str | os.PathLike) -> dict[str, Any]:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import random
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,8 @@ from typing import Any
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
+
+from trainer.files import atomic_path
 
 CHECKPOINT_FORMAT_VERSION = 1
 REQUIRED_KEYS = ("model", "config", "obs_space", "action_space")
@@ -53,19 +54,8 @@ def checkpoint_path(directory: str | os.PathLike, step: int) -> Path:
 
 def save_checkpoint(path: str | os.PathLike, state: Mapping[str, Any]) -> None:
     """Write `state` to `path` atomically (temp file in the same directory, fsync, os.replace)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(dict(state), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        if os.path.exists(tmp_name):
-            os.unlink(tmp_name)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        torch.save(dict(state), f)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -20,7 +20,6 @@ import logging
 import math
 import os
 import signal
-import tempfile
 import threading
 import time
 from collections import deque
@@ -58,6 +57,7 @@ from trainer.distributed import (
     setup_logging,
 )
 from trainer.env_worker import EnvFn
+from trainer.files import write_text_atomic
 from trainer.logger import MetricsLogger
 from trainer.networks import ActorCritic
 from trainer.ppo import PPO
@@ -77,14 +77,6 @@ def resolve_checkpoint(resume: str | os.PathLike) -> Path:
     if not path.exists():
         raise CheckpointError(f"checkpoint not found: {path}")
     return path
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 class _InterruptFlag:
