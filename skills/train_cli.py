@@ -26,8 +26,6 @@ from skills.definitions import SKILL_NAMES, skill_def_from_config
 from trainer.checkpoint import CheckpointError, load_checkpoint
 from trainer.config import ConfigError, compose, exit_with_error, to_plain, unknown_choice
 
-EXIT_INTERRUPTED = 130
-
 EPILOG = f"""\
 skills: {', '.join(SKILL_NAMES)}
 
@@ -157,34 +155,17 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyError, ValueError, ConfigError) as exc:  # EpisodeFileError is a ValueError
         exit_with_error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
 
-    import torch
 
     print(f"training skill {skill.name}: obs {', '.join(skill.obs_keys)}; actions {'+'.join(skill.action_subsets)} "
           f"({skill.action_dim} dims); {skill.train_max_steps} steps per episode -> {output_dir}", file=sys.stderr)
 
-    from trainer.collector import WorkerFailure
-    from trainer.train import train  # heavy imports after the argument checks
+    from trainer.cli import run_training  # heavy imports after the argument checks
 
-    # The env workers already occupy the cores: more than the spare cores' worth of torch threads in
-    # the learner makes inference spin (measured on 2 cores: 8 ms per act with 1 thread, 300 ms with 2).
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) - int(cfg.trainer.num_envs)))
-
+    # The learner's torch threads: trainer.torch_threads (default 1: on 2 cores the env workers
+    # already occupy them; measured 8 ms per act with 1 thread, 300 ms with 2).
     env_fn = functools.partial(make_skill_env, skill_cfg=skill_cfg, sim_cfg=to_plain(cfg.sim),
                                episodes_path=str(Path(episodes_path).resolve()))
-    try:
-        summary = train(cfg, env_fn, resume=ckpt, output_dir=output_dir)
-    except (ConfigError, CheckpointError) as exc:
-        exit_with_error(str(exc))
-    except WorkerFailure as exc:
-        exit_with_error(str(exc), code=1)
-    if int(os.environ.get("RANK", "0")) == 0:
-        ret = summary["mean_return"]
-        print(f"{'interrupted' if summary['interrupted'] else 'done'}: skill {cfg.skill.name}, "
-              f"{summary['env_steps']} steps, {summary['updates']} updates, mean return "
-              f"{ret if ret is None else round(ret, 2)}, {summary['sps']:.0f} steps/s, "
-              f"checkpoint {summary['checkpoint']}", file=sys.stderr)
-    if summary["interrupted"]:
-        raise SystemExit(EXIT_INTERRUPTED)
+    run_training(cfg, env_fn, ckpt, output_dir, label=f"skill {cfg.skill.name}")
 
 
 if __name__ == "__main__":

@@ -122,17 +122,26 @@ def main(argv: list[str] | None = None) -> None:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         exit_with_error(f"cannot create env '{env_id}': {first}")
 
+    run_training(cfg, functools.partial(make_gym_env, env_id=env_id), ckpt, output_dir, label=env_id)
+
+
+def run_training(cfg: DictConfig, env_fn, resume, output_dir: str, label: str) -> None:
+    """Run `train`, turn its errors into one-line exits, print the summary on rank 0.
+
+    Exit codes: 2 for bad config or checkpoint, 1 when env workers keep failing, 130 after Ctrl-C
+    (a checkpoint was written first). Shared by `train-rl` and `train-skill`.
+    """
     from trainer.train import train  # heavy imports after the argument checks
 
     try:
-        summary = train(cfg, functools.partial(make_gym_env, env_id=env_id), resume=ckpt, output_dir=output_dir)
+        summary = train(cfg, env_fn, resume=resume, output_dir=output_dir)
     except (ConfigError, CheckpointError) as exc:
         exit_with_error(str(exc))
     except WorkerFailure as exc:
         exit_with_error(str(exc), code=1)
     if int(os.environ.get("RANK", "0")) == 0:
         ret = summary["mean_return"]
-        print(f"{'interrupted' if summary['interrupted'] else 'done'}: {summary['env_steps']} steps, "
+        print(f"{'interrupted' if summary['interrupted'] else 'done'}: {label}, {summary['env_steps']} steps, "
               f"{summary['updates']} updates, mean return {ret if ret is None else round(ret, 2)}, "
               f"{summary['sps']:.0f} steps/s, checkpoint {summary['checkpoint']}", file=sys.stderr)
     if summary["interrupted"]:
