@@ -8,8 +8,9 @@ read off the simulator. If they do not hold (the skill failed), RE-PLAN from the
 to `agent.max_replans` times (habitat-lab and ManiSkill-HAB only follow fixed plans); with
 `agent.renavigate_after_failure` the re-plan forgets where the robot is (no `robot_at`), so the
 retry starts with a fresh navigation instead of repeating the failed skill from the same spot. When the
-plan is exhausted and the goal holds, the agent calls stop (habitat: the high-level policy ends the
-episode); if the goal does not hold it re-plans too.
+plan is exhausted, the agent first stands still for `agent.settle_steps` steps (habitat's fixed
+policy appends wait(30); a placed fruit may still be rolling), then calls stop if the goal holds
+(habitat: the high-level policy ends the episode); if the goal does not hold it re-plans too.
 
 Agent types (`AGENT_TYPES`):
 - `oracle`: planner + scripted oracle controllers (`skills.oracles`), the TP-SPA-style baseline;
@@ -266,7 +267,8 @@ class HabAgent:
     """Planner + skills. `skills(name)` gives the controller of a skill (oracle or learned)."""
 
     def __init__(self, agent_type: str, skills: Callable[[str], SkillController], max_replans: int,
-                 planner_cfg: Mapping[str, Any] | None = None, renavigate: bool = False) -> None:
+                 planner_cfg: Mapping[str, Any] | None = None, renavigate: bool = False,
+                 settle_steps: int = 0) -> None:
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
         self.agent_type = agent_type
@@ -275,6 +277,7 @@ class HabAgent:
         self.planner_cfg = load_planner_cfg() if planner_cfg is None else planner_cfg
         self.use_nav = agent_type != "tp-srl-nonav"
         self.renavigate = bool(renavigate)
+        self.settle_steps = int(settle_steps)
 
     def executes(self, call_skill: str) -> bool:
         """Whether this agent runs a skill (nonav drops nav steps)."""
@@ -296,6 +299,8 @@ class HabAgent:
         queue: deque[GroundAction] = deque(plan)
         while True:
             if not queue:
+                if self.settle_steps > 0 and self._wait(env, run, observer, self.settle_steps):
+                    return self._finish(env, run, observer, call_stop=False)
                 observed = task.symbolic_state(env.sim)
                 if problem.goal <= observed:
                     break
@@ -388,6 +393,30 @@ class HabAgent:
                 record.outcome = "timeout" if timed_out else "done"
                 return False
 
+    def _wait(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, steps: int) -> bool:
+        """Stand still (arm, base, grasp unchanged) for `steps` steps so that placed objects come to
+        rest before the goal is checked (habitat's fixed policy appends wait(30)); True if the
+        episode ended meanwhile."""
+        label = f"wait({steps})"
+        run.active = ("wait", label)
+        env.task.grip_disabled = True
+        record = SkillRun(label=label, skill="wait", steps=0, outcome="done", effects_hold=True)
+        run.skill_runs.append(record)
+        for _ in range(steps):
+            _, reward, terminated, truncated, info = env.step(np.zeros(ACTION_DIM))
+            run.steps += 1
+            run.reward += float(reward)
+            run.info = info
+            record.steps += 1
+            if observer is not None:
+                observer(env, info, label)
+            if terminated or truncated:
+                record.outcome = "episode_end"
+                run.end_reason = "force" if info.get("force_terminate", 0.0) > 0 else "truncated"
+                run.failed = run.active
+                return True
+        return False
+
     def _finish(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, call_stop: bool) -> EpisodeOutcome:
         success = False
         if call_stop:
@@ -464,4 +493,4 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
     else:
         skills = LearnedSkills(checkpoints or {}, deterministic=bool(agent_cfg["deterministic"]))
     return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]),
-                    renavigate=bool(agent_cfg["renavigate_after_failure"]))
+                    renavigate=bool(agent_cfg["renavigate_after_failure"]), settle_steps=int(agent_cfg["settle_steps"]))

@@ -43,7 +43,8 @@ def test_tiny_run_writes_consistent_json_and_png(tmp_path, capsys):
         assert row["sim"]["ms_per_step"] > 0 and row["sim"]["env_seconds"] > 0
     # 48 steps = 3 rollouts of T x N = 16; one is warm-up
     assert report["modes"]["sync"]["measured_steps"] == 32
-    assert len(report["modes"]["ver"]["rollout_sps"]) == 3
+    # VER rollouts hold about T x N rows (in-flight steps move between rollouts), so it may need a 4th
+    assert len(report["modes"]["ver"]["rollout_sps"]) >= 3
     assert report["modes"]["raw"]["time_s"]["learning"] == 0.0
     assert report["modes"]["ver"]["time_s"]["learning"] > 0.0
     ratios = report["ratios"]

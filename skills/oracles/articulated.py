@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from rearrange.actions import ACTION_SLICES
 from rearrange.sensors import SensorTarget
 from rearrange.tasks.articulated import art_for_handle
 from rearrange.tasks.skill_tasks import load_skill_config
@@ -118,6 +119,8 @@ class ArticulatedOracle(Oracle):
         skill_cfg = load_skill_config(self.skill)["articulated"]
         self.desired_state = float(skill_cfg["desired_state"])
         self.success_threshold = float(skill_cfg["success_dist_threshold"])
+        # closing with the grip allowed (close_fridge): grasp the handle and swing it shut, like opening
+        self.grasps = self.opening or not bool(skill_cfg["disable_grip"])
 
     def _start(self, sim, target: SensorTarget) -> None:
         if target.handle is None:
@@ -130,7 +133,36 @@ class ArticulatedOracle(Oracle):
         if self.geo.hinge and not self.opening:
             # the sim's map does not know the open door: plan around it
             self.follower.extra_obstacles = (self.geo.door_box(self.q(sim)),)
-        self.goto("approach")
+        self.goto("clear" if self.geo.hinge and self.grasps and not self.opening else "approach")
+
+    def act(self, sim) -> np.ndarray:
+        action = super().act(sim)
+        if self.geo.hinge and not self.opening:
+            base = action[ACTION_SLICES["base"]].copy()
+            if np.any(base != 0.0):
+                action[ACTION_SLICES["base"]] = self._door_safe_base(sim, base)
+        return action
+
+    def _door_clearance(self, sim, xy, yaw) -> float:
+        pts = np.asarray(self.cfg["arm_safety"]["arm_points"], dtype=np.float64)
+        ee = np.asarray(sim.to_base(np.asarray(sim.ee_pos)))[:2]
+        pts = np.vstack([pts, ee])
+        c, s = np.cos(yaw), np.sin(yaw)
+        world = np.asarray(xy) + np.stack([c * pts[:, 0] - s * pts[:, 1], s * pts[:, 0] + c * pts[:, 1]], 1)
+        q = self.q(sim)
+        return float(np.min(self.geo.sweep_clearance(world, q, q)))
+
+    def _door_safe_base(self, sim, base: np.ndarray) -> np.ndarray:
+        from skills.oracles.base_follow import predict_base_pose
+        margin = 0.08
+        now = self._door_clearance(sim, sim.base_xy, sim.base_yaw)
+        for cand in (base, np.array([base[0], 0.0]), np.array([0.0, base[1]]), np.array([-1.0, 0.0]),
+                     np.array([0.0, -base[1]])):
+            xy, yaw = predict_base_pose(sim, cand)
+            after = self._door_clearance(sim, xy, yaw)
+            if after >= margin or after >= now + 1e-4:
+                return cand
+        return np.zeros(2)
 
     # ------------------------------------------------------------------ state
 
@@ -161,7 +193,7 @@ class ArticulatedOracle(Oracle):
         """Where the ee works: the handle front (opening) or the push point (closing)."""
         out = self.geo.open_dir(sim)
         handle = np.asarray(sim.handle_pos(self.geo.handle), dtype=np.float64)
-        if self.opening:
+        if self.grasps:
             if self.geo.hinge:  # the door handle is a vertical bar: put the cup on its top end, over
                 # its outer edge (the gripper housing, wider than the cup, then clears the door)
                 return handle + np.array([0.0, 0.0, self.geo.handle_half_height]) + out * self.c["top_offset"]
@@ -188,7 +220,7 @@ class ArticulatedOracle(Oracle):
     def approach_dir(self, out: np.ndarray) -> np.ndarray:
         """The side the cup comes from onto the work point: from above onto the door handle's top end
         when opening the fridge, else from the front (the opening direction)."""
-        if self.opening and self.geo.hinge:
+        if self.grasps and self.geo.hinge:
             return np.array([0.0, 0.0, 1.0])
         return np.asarray(out, dtype=np.float64)
 
@@ -241,6 +273,21 @@ class ArticulatedOracle(Oracle):
         turn = float(np.clip(g * bearing / ang_step, -1.0, 1.0))
         return np.array([forward, turn])
 
+    def _clear_turn(self, sim) -> float:
+        """Turn command moving the ee out of the door's remaining sweep (0: already clear)."""
+        q = self.q(sim)
+        lo, hi = min(self.desired, q), q
+        ee = np.asarray(sim.ee_pos, dtype=np.float64)[:2]
+        margin = 0.15
+        if float(self.geo.sweep_clearance(ee[None], lo, hi)[0]) > margin:
+            return 0.0
+        # turn the way that moves the ee away from the door's inner face (not through the door)
+        base = np.asarray(sim.base_xy, dtype=np.float64)
+        rel = ee - base
+        inward = -self.geo.door_normal(q)
+        ccw = np.array([-rel[1], rel[0]])  # ee velocity direction for a counter-clockwise turn
+        return 1.0 if float(ccw @ inward) > 0.0 else -1.0
+
     @staticmethod
     def follower_steps(sim) -> tuple[float, float]:
         return base_step_sizes(sim)
@@ -254,13 +301,21 @@ class ArticulatedOracle(Oracle):
         push_dir = out if self.opening else -out
         held = sim.grasped == self.geo.handle
 
+        if self.phase == "clear":
+            # the arm at rest may reach into the door's closing sweep: turn it out first
+            turn = self._clear_turn(sim)
+            if turn == 0.0 or self.phase_steps >= 30:
+                self.goto("approach")
+            else:
+                return full_action(arm=self.ik.action_to_rest(sim), grip=RELEASE, base=np.array([0.0, turn]))
+
         if self.phase == "approach":
             if self.finished_joint(sim):
                 self.goto("rest")
             else:
                 point = self.work_point(sim)
                 base, ready = self.approach(sim, point, zone, self.valid_stand(sim), self.front_stand(sim, point),
-                                            force_stand=self.geo.hinge and self.opening)
+                                            force_stand=self.geo.hinge and self.grasps)
                 if ready:
                     self.goto("reach")
                 return full_action(arm=self.ik.action_to_rest(sim), grip=RELEASE, base=base)
@@ -272,7 +327,7 @@ class ArticulatedOracle(Oracle):
             if not self.in_work_zone(sim, point, zone):
                 self.goto("approach")
             elif self.ik.ee_error(sim, goal) < a["tolerance"] or self.phase_steps >= self.c["reach_steps"]:
-                self.goto("contact" if self.opening else "push")
+                self.goto("contact" if self.grasps else "push")
             return full_action(arm=self.ik.action_towards(sim, goal, axis=self.tool_axis(out)), grip=RELEASE)
 
         if self.phase == "contact":
@@ -294,7 +349,7 @@ class ArticulatedOracle(Oracle):
             if self.finished_joint(sim):
                 self.goto("release")
             else:
-                goal = np.asarray(sim.ee_pos) + out * a["pull_step"]
+                goal = np.asarray(sim.ee_pos) + push_dir * a["pull_step"]
                 return full_action(arm=self.ik.action_towards(sim, goal, axis=self.tool_axis(out, pulling=True)),
                                    grip=GRASP, base=self.pull_base(sim, out))
 
