@@ -121,7 +121,14 @@ def test_learned_agents_run_skill_checkpoints(tmp_path, agent):
     result = json.loads((out / "results.json").read_text())
     episode = result["episodes"][0]
     assert result["checkpoints"]["pick"] == str(ckpts / "pick.pt")
-    assert episode["measures"]["steps"] == 12
+    # untrained skills either run into the step limit or (a nav whose stop output is > 0) end at
+    # once without their effect, and the agent re-plans until its budget is spent
+    assert 1 <= episode["measures"]["steps"] <= 12
+    assert episode["end_reason"] in ("truncated", "replans_exhausted", "force")
+    if episode["end_reason"] == "replans_exhausted":
+        from rearrange.tasks.hab import load_hab_config
+
+        assert episode["measures"]["num_replans"] == load_hab_config()["agent"]["max_replans"]
     first = episode["skill_calls"][0]
     # with nav the plan starts by navigating to the first object; without nav it starts with the pick
     assert first.startswith("nav(obj_0)" if agent == "tp-srl" else "pick(obj_0)")
