@@ -374,20 +374,11 @@ class HabAgent:
             full = controller.act(sim, obs)
             skill_action = full.copy()
             full[STOP] = 0.0  # a skill's stop ends the skill, never the episode
-            env_obs, reward, terminated, truncated, info = env.step(full)
-            run.steps += 1
-            run.reward += float(reward)
-            run.info = info
-            record.steps += 1
+            env_obs, ended = self._step_env(env, full, run, record, observer, label)
+            if ended:
+                return True
             obs = dict(env_obs)
             obs.update(observe(sim, target, MONITOR_KEYS))
-            if observer is not None:
-                observer(env, info, label)
-            if terminated or truncated:
-                record.outcome = "episode_end"
-                run.end_reason = "force" if info.get("force_terminate", 0.0) > 0 else "truncated"
-                run.failed = run.active
-                return True
             done, timed_out = monitor.step(obs, _subset(skill, skill_action))
             if done:
                 record.outcome = "timeout" if timed_out else "done"
@@ -403,19 +394,28 @@ class HabAgent:
         record = SkillRun(label=label, skill="wait", steps=0, outcome="done", effects_hold=True)
         run.skill_runs.append(record)
         for _ in range(steps):
-            _, reward, terminated, truncated, info = env.step(np.zeros(ACTION_DIM))
-            run.steps += 1
-            run.reward += float(reward)
-            run.info = info
-            record.steps += 1
-            if observer is not None:
-                observer(env, info, label)
-            if terminated or truncated:
-                record.outcome = "episode_end"
-                run.end_reason = "force" if info.get("force_terminate", 0.0) > 0 else "truncated"
-                run.failed = run.active
+            _, ended = self._step_env(env, np.zeros(ACTION_DIM), run, record, observer, label)
+            if ended:
                 return True
         return False
+
+    @staticmethod
+    def _step_env(env: Any, action: np.ndarray, run: _EpisodeRun, record: SkillRun,
+                  observer: StepObserver | None, label: str) -> tuple[dict, bool]:
+        """One env step with the episode's and the skill run's bookkeeping; (obs, episode ended)."""
+        obs, reward, terminated, truncated, info = env.step(action)
+        run.steps += 1
+        run.reward += float(reward)
+        run.info = info
+        record.steps += 1
+        if observer is not None:
+            observer(env, info, label)
+        if terminated or truncated:
+            record.outcome = "episode_end"
+            run.end_reason = "force" if info.get("force_terminate", 0.0) > 0 else "truncated"
+            run.failed = run.active
+            return obs, True
+        return obs, False
 
     def _finish(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, call_stop: bool) -> EpisodeOutcome:
         success = False

@@ -24,13 +24,14 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from trainer.files import write_text_atomic
 
 READY_MARKER = ".bench-ready.json"
 
@@ -44,11 +45,7 @@ def _repo_root() -> Path:
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2)
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=2))
 
 
 def _last_line(text: str, markers: Sequence[str] = ("ERROR", "Error", "error")) -> str:

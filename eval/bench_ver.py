@@ -33,7 +33,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -45,6 +44,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from trainer.config import ConfigError, compose, exit_with_error, to_plain, unknown_choice
+from trainer.files import atomic_path, write_text_atomic
 
 TRAIN_MODES = ("sync", "nover", "ver")
 MODES = ("raw", *TRAIN_MODES, "sample_factory")
@@ -244,11 +244,7 @@ def make_bench_env(env_idx: int, *, base_fn, counters, slow: Sequence[int], slow
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2)
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=2))
 
 
 class _WarmupSnapshot(threading.Thread):
@@ -657,12 +653,9 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
     ax2.set_ylim(0, 1.15)
     ax2.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    fig.savefig(tmp, dpi=110)
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def machine_description() -> dict[str, Any]:
