@@ -2,7 +2,8 @@
 
 Link offsets, axes and joint limits follow the public fetch_description URDF (torso_lift_link ->
 shoulder_pan -> ... -> gripper_axis); masses are Fetch's link masses. The base's x/y/yaw joints are driven
-kinematically by `RearrangeSim`; the arm hangs from it with gravity-compensated position servos.
+kinematically by `RearrangeSim`; the arm hangs from it with gravity-compensated position servos,
+torque-limited to Fetch's joint efforts.
 Collision bits are defined in `rearrange.scene` (robot geoms: contype ROBOT, collide with static
 geometry, articulated parts and objects).
 """
@@ -121,13 +122,17 @@ def robot_body_xml(cfg: Mapping, contype: int, conaffinity: int) -> str:
 
 
 def robot_actuator_xml(cfg: Mapping) -> str:
-    """Position servos on the seven arm joints."""
+    """Position servos on the seven arm joints, their torque limited to Fetch's joint effort limits."""
     arm = cfg["arm"]
+    efforts = [float(e) for e in arm["effort_limits"]]
+    if len(efforts) != len(ARM_JOINTS):
+        raise ValueError(f"arm.effort_limits needs {len(ARM_JOINTS)} values ({', '.join(ARM_JOINTS)}), got {len(efforts)}")
     out = []
-    for name, c in zip(ARM_JOINTS, _ARM_CHAIN, strict=True):
+    for name, c, effort in zip(ARM_JOINTS, _ARM_CHAIN, efforts, strict=True):
         lo, hi = c[3]
         out.append(
             f'<position name="{name}_servo" joint="{name}" kp="{float(arm["kp"]):.6g}" '
-            f'dampratio="{float(arm["dampratio"]):.6g}" ctrlrange="{lo:.6g} {hi:.6g}" ctrllimited="true"/>'
+            f'dampratio="{float(arm["dampratio"]):.6g}" ctrlrange="{lo:.6g} {hi:.6g}" ctrllimited="true" '
+            f'forcerange="{-effort:.6g} {effort:.6g}" forcelimited="true"/>'
         )
     return "\n".join(out)

@@ -192,7 +192,11 @@ class RearrangeSim:
         delta = np.clip(np.asarray(arm, dtype=np.float64), -1.0, 1.0) * float(
             self.cfg["arm"]["delta_per_step"]
         )
-        self._arm_target = np.clip(self._arm_target + delta, self.arm_limits[:, 0], self.arm_limits[:, 1])
+        # The target may lead the joint by at most max_target_lead: a blocked arm does not wind up its servo.
+        q = d.qpos[self._arm_qadr]
+        lead = float(self.cfg["arm"]["max_target_lead"])
+        target = np.clip(self._arm_target + delta, q - lead, q + lead)
+        self._arm_target = np.clip(target, self.arm_limits[:, 0], self.arm_limits[:, 1])
         d.ctrl[self._arm_act] = self._arm_target
         if grip is not None:
             if grip >= 0.0:

@@ -7,6 +7,7 @@ import pytest
 
 from rearrange.layout import generate_layout
 from rearrange.objects import OBJECT_KINDS
+from rearrange.robot import ARM_JOINTS
 from rearrange.sim import RearrangeSim
 
 SEED = 100
@@ -253,3 +254,27 @@ def test_arm_reaches_down_picks_from_table_and_lifts(layout):
     assert sim.grasped == "obj_0"
     _reach(sim, top + np.array([0.0, 0.0, 0.25]))
     assert sim.object_pos("obj_0")[2] > can[2] + 0.2
+
+
+def test_blocked_arm_servo_torque_stays_within_fetch_effort_limits(layout):
+    """Pushing the arm into the counter for 100 steps: servo torques stay within the URDF effort limits,
+    the targets do not wind up past `max_target_lead`, so the contact force levels off instead of growing."""
+    sim = RearrangeSim(layout, [])
+    arm = sim.cfg["arm"]
+    effort = np.asarray(arm["effort_limits"], dtype=np.float64)
+    r = layout.receptacles["counter_0"]
+    art = layout.articulated["drawer_0"]
+    sim.reset_state({}, {}, np.array([art.front_center[0], art.front_center[1] + 0.25]), np.pi / 2)
+    target = np.array([sim.ee_pos[0], r.center[1] - 0.1, r.center[2] - 0.05])  # inside the counter top
+    forces, leads, torques = [], [], []
+    for _ in range(100):
+        jac = sim.ee_jacobian()
+        dq = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(3), target - sim.ee_pos)
+        sim.step(np.clip(dq / arm["delta_per_step"], -1, 1), None, np.zeros(2))
+        forces.append(sim.robot_contact_force)
+        leads.append(np.max(np.abs(sim.arm_target - sim.arm_qpos)))
+        torques.append([abs(sim.data.actuator(f"{n}_servo").force[0]) for n in ARM_JOINTS])
+    assert np.all(np.asarray(torques) <= effort + 1e-6)
+    assert max(leads) < arm["max_target_lead"] + 0.2  # the contact may push a joint back after its target is set; wind-up reaches 1.4 rad
+    assert max(forces) > 1.0  # the arm did press on the counter
+    assert max(forces[60:]) < 500.0  # unlimited servos with wind-up reach ~1 kN here by step 100
