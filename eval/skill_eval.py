@@ -106,7 +106,7 @@ def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarr
         from eval.video import compose_frame
 
         rgb = env.sim.render_third_rgb(int(video_cfg["width"]), int(video_cfg["height"]),
-                                       _marks(env))
+                                       env.target_marks(with_handle=True))
         depth = obs["head_depth"] if "head_depth" in obs else env.sim.render_head_depth()
         lines = [f"skill: {skill}   episode: {episode_id}",
                  f"step: {steps}   reward: {reward:+.3f}   return: {total:+.2f}   success: {int(success)}"]
@@ -127,21 +127,6 @@ def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarr
     measures = {k: float(v) for k, v in info.items() if isinstance(v, (int, float)) and math.isfinite(float(v))}
     measures.update({"return": total, "steps": float(steps)})
     return {"episode_id": str(episode_id), "success": success, "measures": measures}
-
-
-def _marks(env: Any) -> list[tuple[np.ndarray, tuple[float, ...]]]:
-    """Target object and goal marks for the third-person view (as the env's own render draws them)."""
-    from rearrange.env import GOAL_RGBA, TARGET_RGBA
-
-    target = env.task.sensor_target
-    marks = []
-    if target.object is not None:
-        marks.append((np.asarray(env.sim.object_pos(target.object)), TARGET_RGBA))
-    if target.goal_pos is not None:
-        marks.append((np.asarray(target.goal_pos), GOAL_RGBA))
-    if target.handle is not None:
-        marks.append((np.asarray(env.sim.handle_pos(target.handle)), TARGET_RGBA))
-    return marks
 
 
 def summarize(rows: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> dict[str, Any]:

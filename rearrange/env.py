@@ -141,17 +141,23 @@ class RearrangeEnv(gymnasium.Env):
         truncated = (not terminated) and self._steps >= self.task.max_steps
         return self._obs(), float(ts.reward), terminated, truncated, self._info(ts.success, ts.info)
 
-    def render(self) -> np.ndarray:
-        """Third-person RGB frame (H, W, 3) uint8 with the target object and its goal marked."""
-        if self.sim is None:
-            raise RuntimeError("call reset() before render()")
+    def target_marks(self, with_handle: bool = False) -> list[tuple[np.ndarray, tuple[float, ...]]]:
+        """Video marks for the task's target object, its goal and (optionally) the target handle."""
         target = self.task.sensor_target
         marks = []
         if target.object is not None:
             marks.append((np.asarray(self.sim.object_pos(target.object)), TARGET_RGBA))
         if target.goal_pos is not None:
             marks.append((np.asarray(target.goal_pos), GOAL_RGBA))
-        return self.sim.render_third_rgb(self.render_width, self.render_height, marks)
+        if with_handle and target.handle is not None:
+            marks.append((np.asarray(self.sim.handle_pos(target.handle)), TARGET_RGBA))
+        return marks
+
+    def render(self) -> np.ndarray:
+        """Third-person RGB frame (H, W, 3) uint8 with the target object and its goal marked."""
+        if self.sim is None:
+            raise RuntimeError("call reset() before render()")
+        return self.sim.render_third_rgb(self.render_width, self.render_height, self.target_marks())
 
     def close(self) -> None:
         for sim in self._sims.values():
