@@ -18,7 +18,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rearrange import robot as robot_mjcf
-from rearrange.layout import ApartmentLayout
+from rearrange.layout import ApartmentLayout, Box
 from rearrange.render import SceneRenderer, fixed_camera, free_camera
 from rearrange.scene import HELD_OBJECT_COL, OBJECT_COL, build_scene_xml, park_position
 
@@ -26,6 +26,14 @@ if TYPE_CHECKING:
     from rearrange.navmap import NavMap
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim" / "default.yaml"
+# what a base stall rewinds: the full integration state (bit-exact determinism)
+_STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+def _in_subtree(m: mujoco.MjModel, body: int, root: int) -> bool:
+    while body != 0 and body != root:
+        body = int(m.body_parentid[body])
+    return body == root
 
 
 def load_sim_config(cfg: Mapping | DictConfig | None = None) -> dict[str, Any]:
@@ -80,12 +88,7 @@ class RearrangeSim:
 
         # robot geoms: every geom in the subtree of the base
         root = bid("robot_base")
-        in_robot = np.zeros(m.nbody, dtype=bool)
-        for b in range(m.nbody):
-            p = b
-            while p != 0 and p != root:
-                p = m.body_parentid[p]
-            in_robot[b] = p == root
+        in_robot = np.array([_in_subtree(m, b, root) for b in range(m.nbody)], dtype=bool)
         self._is_robot_geom = in_robot[m.geom_bodyid]
         wall_names = {w.name for w in layout.walls}
         self._is_wall_geom = np.array([m.geom(i).name in wall_names for i in range(m.ngeom)])
@@ -101,6 +104,12 @@ class RearrangeSim:
         self._art_dadr = {n: m.jnt_dofadr[jid(f"{n}_joint")] for n in names.articulated}
         self._art_range = {
             n: tuple(float(v) for v in m.jnt_range[jid(f"{n}_joint")]) for n in names.articulated
+        }
+        art_bodies = {n: int(m.jnt_bodyid[jid(f"{n}_joint")]) for n in names.articulated}
+        self._art_geoms = {
+            n: [g for g in range(m.ngeom) if _in_subtree(m, int(m.geom_bodyid[g]), b)
+                and m.geom_type[g] == mujoco.mjtGeom.mjGEOM_BOX]
+            for n, b in art_bodies.items()
         }
         self._handle_body = {h: bid(h) for h in names.handles}
         self._handle_geom = {
@@ -120,6 +129,8 @@ class RearrangeSim:
         self._obs_cos, self._obs_sin = np.cos(yaw), np.sin(yaw)
         self._radius = float(self.cfg["base"]["radius"])
 
+        self._state_buf = np.zeros(mujoco.mj_stateSize(m, _STATE_SPEC))
+        self._f6 = np.zeros(6)
         self._renderer: SceneRenderer | None = None
         self._navmap: NavMap | None = None
         self._head_cam = fixed_camera(m, robot_mjcf.HEAD_CAMERA)
@@ -207,19 +218,38 @@ class RearrangeSim:
 
         start_xy, start_yaw = self._base_xy.copy(), self._base_yaw
         new_xy, new_yaw, blocked = self._move_base(np.asarray(base, dtype=np.float64))
-        self.base_collided = blocked
-        force = 0.0
+        moving = bool(np.any(new_xy != start_xy) or new_yaw != start_yaw)
         vel = np.array([*(new_xy - start_xy), new_yaw - start_yaw]) / (self._n_sub * m.opt.timestep)
-        for k in range(self._n_sub):
+        stall = float(self.cfg["base"]["stall_force"])
+        xy, yaw = start_xy, start_yaw
+        force = 0.0
+        for k in range(1, self._n_sub + 1):
+            if not moving:
+                self._set_base_state(xy, yaw, None)
+                mujoco.mj_step(m, d)
+                force += self._contact_forces()[0]
+                continue
+            mujoco.mj_getState(m, d, self._state_buf, _STATE_SPEC)
             f = k / self._n_sub
-            self._set_base_state(
-                start_xy + f * (new_xy - start_xy), start_yaw + f * (new_yaw - start_yaw), vel
-            )
+            nxt_xy, nxt_yaw = start_xy + f * (new_xy - start_xy), start_yaw + f * (new_yaw - start_yaw)
+            self._set_base_state(nxt_xy, nxt_yaw, vel)
             mujoco.mj_step(m, d)
-            force += self._robot_contact_force()
+            robot_f, held_f = self._contact_forces()
+            if robot_f + held_f > stall:
+                # The base's motion would press the robot (or what it holds) into something harder than
+                # its drive can push: it stalls where it was for the rest of this step.
+                mujoco.mj_setState(m, d, self._state_buf, _STATE_SPEC)
+                self._set_base_state(xy, yaw, None)
+                mujoco.mj_step(m, d)
+                robot_f = self._contact_forces()[0]
+                moving, blocked = False, True
+            else:
+                xy, yaw = nxt_xy, nxt_yaw
+            force += robot_f
+        self.base_collided = blocked
         self.robot_contact_force = force / self._n_sub
-        self._base_xy, self._base_yaw = new_xy, float(np.arctan2(np.sin(new_yaw), np.cos(new_yaw)))
-        self._set_base_state(self._base_xy, self._base_yaw, vel)
+        self._base_xy, self._base_yaw = xy, float(np.arctan2(np.sin(yaw), np.cos(yaw)))
+        self._set_base_state(self._base_xy, self._base_yaw, vel if moving else None)
         mujoco.mj_kinematics(m, d)
         mujoco.mj_comPos(m, d)
 
@@ -474,27 +504,55 @@ class RearrangeSim:
     def art_range(self, name: str) -> tuple[float, float]:
         return self._art_range[name]
 
+    def moving_part_boxes(self, min_open: float = 0.02) -> list[Box]:
+        """Floor-plan boxes of the articulated parts (door, drawer boxes, handles) where they are now.
+
+        Only containers opened by more than `min_open` (rad or m) are listed: closed parts lie inside
+        the static furniture footprints of `layout.obstacles_2d()`, which the nav map already has.
+        Box geoms only; their height is kept, so callers can tell a drawer from a door.
+        """
+        m, d = self.model, self.data
+        boxes: list[Box] = []
+        for name in self.art_names:
+            if abs(self.art_q(name) - self._art_range[name][0]) <= min_open:
+                continue
+            for g in self._art_geoms[name]:
+                x = d.geom_xmat[g]
+                boxes.append(Box(f"{name}_{g}", tuple(float(v) for v in d.geom_xpos[g]),
+                                 tuple(float(v) for v in m.geom_size[g]), float(np.arctan2(x[3], x[0]))))
+        return boxes
+
     def handle_pos(self, handle_name: str) -> np.ndarray:
         return self.data.xpos[self._handle_body[handle_name]].copy()
 
     # ------------------------------------------------------------------ measures
-    def _robot_contact_force(self) -> float:
+    def _contact_forces(self) -> tuple[float, float]:
+        """Summed normal contact force (robot vs scene, held object vs scene) at the current step.
+
+        The first is the measure tasks penalise (habitat excludes the held object); the base stall
+        check uses both.
+        """
         d = self.data
         n = d.ncon
         if n == 0:
-            return 0.0
+            return 0.0, 0.0
         geoms = d.contact.geom[:n]
         is_r = self._is_robot_geom[geoms]
         mask = is_r[:, 0] ^ is_r[:, 1]
+        held = np.zeros(n, dtype=bool)
         if self._grasped in self._obj_geoms:
-            held = np.isin(geoms, self._obj_geoms[self._grasped]).any(axis=1)
-            mask &= ~held
-        total = 0.0
-        f6 = np.zeros(6)
-        for i in np.flatnonzero(mask):
+            is_h = np.isin(geoms, self._obj_geoms[self._grasped])
+            held = (is_h[:, 0] ^ is_h[:, 1]) & ~(is_r[:, 0] | is_r[:, 1])
+            mask &= ~is_h.any(axis=1)
+        robot = held_total = 0.0
+        f6 = self._f6
+        for i in np.flatnonzero(mask | held):
             mujoco.mj_contactForce(self.model, d, int(i), f6)
-            total += abs(f6[0])
-        return total
+            if mask[i]:
+                robot += abs(f6[0])
+            else:
+                held_total += abs(f6[0])
+        return robot, held_total
 
     # ------------------------------------------------------------------ navigation map
     @property

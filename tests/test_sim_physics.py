@@ -69,20 +69,33 @@ def test_base_stops_at_wall(layout):
             for xx in (x, x + 1.0)
         )
     )
-    sim.reset_state({}, {}, start, -np.pi / 2)  # facing the south wall (inner face at y0)
+    sim.reset_state({}, {}, start, np.pi / 2)  # backing into the south wall (inner face at y0)
     collided = []
     for _ in range(60):
-        sim.step(np.zeros(7), None, np.array([1.0, 0.0]))
+        sim.step(np.zeros(7), None, np.array([-1.0, 0.0]))
         assert sim.base_xy[1] - y0 >= radius - 1e-9
         collided.append(sim.base_collided)
     assert not collided[0] and collided[-1]
     assert sim.base_xy[1] - y0 < radius + sim.cfg["base"]["max_lin_per_step"]
     # sliding: a diagonal approach keeps moving along the wall
-    sim.reset_state({}, {}, start, -np.pi / 2 + 0.5)
+    sim.reset_state({}, {}, start, np.pi / 2 + 0.5)
     for _ in range(40):
-        sim.step(np.zeros(7), None, np.array([1.0, 0.0]))
+        sim.step(np.zeros(7), None, np.array([-1.0, 0.0]))
     assert sim.base_collided and sim.base_xy[0] > start[0] + 0.5
     assert sim.base_is_free(sim.base_xy)
+
+    # driving forward, the arm (which sticks out of the base disc) reaches the wall first: the base
+    # stalls there instead of ramming the arm through it
+    sim.reset_state({}, {}, start, -np.pi / 2)
+    forces, collided = [], []
+    for _ in range(60):
+        sim.step(np.zeros(7), None, np.array([1.0, 0.0]))
+        forces.append(sim.robot_contact_force)
+        collided.append(sim.base_collided)
+    assert collided[-1]
+    assert sim.base_xy[1] - y0 > radius + 0.05
+    assert max(forces) < sim.cfg["base"]["stall_force"]
+    assert np.max(np.abs(sim.arm_qpos - sim.REST_ARM_QPOS)) < 0.2  # arm not bent back by the wall
 
 
 def test_suction_attaches_carries_and_releases(layout):

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rearrange.layout import Box
+
 
 def wrap_angle(a: float) -> float:
     """Angle wrapped into [-pi, pi)."""
@@ -46,7 +48,8 @@ class FollowGains:
     near_goal: float  # metres from the end within which the base no longer turns on the spot
     yaw_tolerance: float  # radians: facing
     off_path: float  # metres from the path that trigger a replan
-    stuck_steps: int  # blocked steps in a row that trigger a replan
+    stuck_steps: int  # blocked steps in a row that trigger a back-off and a replan
+    backoff_steps: int  # steps the base backs straight up when stuck (the arm, in front, comes free)
     plan_radii: tuple[float, ...]  # planning maps inflated by these radii, widest first (the arm sticks out)
 
     @staticmethod
@@ -60,6 +63,7 @@ class FollowGains:
             yaw_tolerance=float(cfg["yaw_tolerance"]),
             off_path=float(cfg["off_path"]),
             stuck_steps=int(cfg["stuck_steps"]),
+            backoff_steps=int(cfg["backoff_steps"]),
             plan_radii=tuple(float(r) for r in cfg["plan_radii"]),
         )
 
@@ -79,6 +83,7 @@ class BaseFollower:
         self.path = np.zeros((0, 2))
         self._progress = 0
         self._blocked = 0
+        self._backoff = 0
         self._wide_maps: dict[tuple, object] = {}
         self.extra_obstacles: tuple = ()  # boxes the sim's map does not know (e.g. an open door)
 
@@ -89,6 +94,7 @@ class BaseFollower:
         self.path = np.zeros((0, 2))
         self._progress = 0
         self._blocked = 0
+        self._backoff = 0
 
     def set_goal(self, sim, goal_xy: np.ndarray) -> bool:
         """Plan a path from the current base position to `goal_xy`; False if unreachable."""
@@ -97,14 +103,15 @@ class BaseFollower:
 
     def _replan(self, sim) -> bool:
         start = np.asarray(sim.base_xy, dtype=np.float64)
+        extra = self._obstacles(sim)
         path = None
         for radius in self.gains.plan_radii:
-            path = self._wide_path(sim, start, radius)
+            path = self._wide_path(sim, start, radius, extra)
             if path is not None:
                 break
         if path is None:
-            base_map = self._map(sim, sim.navmap.robot_radius) if self.extra_obstacles else sim.navmap
-            path = np.asarray(base_map.path(start, self.goal), dtype=np.float64).reshape(-1, 2)
+            path = np.asarray(self._map(sim, sim.navmap.robot_radius, extra).path(start, self.goal),
+                              dtype=np.float64).reshape(-1, 2)
         self._progress = 0
         self._blocked = 0
         if len(path) == 0:
@@ -114,16 +121,23 @@ class BaseFollower:
         self.path = path
         return True
 
-    def _wide_path(self, sim, start: np.ndarray, radius: float) -> np.ndarray | None:
+    def _obstacles(self, sim) -> tuple:
+        """Boxes the sim's static map does not know: open doors and drawers where they are now, plus
+        `extra_obstacles`. Poses are rounded (2 cm, ~1 degree) so that planning maps can be cached."""
+        boxes = list(self.extra_obstacles) + list(sim.moving_part_boxes())
+        return tuple(Box(b.name, tuple(round(float(v), 2) for v in b.center),
+                         tuple(round(float(v), 3) for v in b.half_size), round(float(b.yaw), 2)) for b in boxes)
+
+    def _wide_path(self, sim, start: np.ndarray, radius: float, extra: tuple) -> np.ndarray | None:
         """A path on a map inflated by `radius` (so the arm, which sticks out of the base disc,
         keeps off walls), joined to the true start and goal by straight segments that are free on the
-        sim's own map; None when that is impossible."""
-        navmap = self._map(sim, sim.navmap.robot_radius) if self.extra_obstacles else sim.navmap
-        wide = np.asarray(self._map(sim, radius).path(start, self.goal), dtype=np.float64).reshape(-1, 2)
-        if len(wide) == 0:
-            return None
+        map at the base radius; None when that is impossible."""
+        navmap = self._map(sim, sim.navmap.robot_radius, extra)
         goal = navmap.nearest_navigable(self.goal)
         if goal is None:
+            return None
+        wide = np.asarray(self._map(sim, radius, extra).path(start, goal), dtype=np.float64).reshape(-1, 2)
+        if len(wide) == 0:
             return None
         pts = np.vstack([start[None], wide, goal[None]])
         if not (navmap.segment_clear(pts[0], pts[1]) and navmap.segment_clear(pts[-2], pts[-1])):
@@ -131,15 +145,18 @@ class BaseFollower:
         keep = [0] + [i for i in range(1, len(pts)) if np.linalg.norm(pts[i] - pts[i - 1]) > 1e-6]
         return pts[keep]
 
-    def _map(self, sim, radius: float):
-        """A navigation map of the layout (plus `extra_obstacles`) inflated by `radius`, cached."""
-        key = (id(sim.layout), radius, tuple((b.center, b.half_size, b.yaw) for b in self.extra_obstacles))
+    def _map(self, sim, radius: float, extra: tuple):
+        """A navigation map of the layout plus `extra` boxes inflated by `radius`, cached (the sim's own
+        map when there is nothing extra at the base radius)."""
+        if not extra and radius == sim.navmap.robot_radius:
+            return sim.navmap
+        key = (id(sim.layout), radius, extra)
         if key not in self._wide_maps:
             from rearrange.navmap import NavMap
 
-            if len(self._wide_maps) >= 2 * len(self.gains.plan_radii) + 2:
+            if len(self._wide_maps) >= 4 * len(self.gains.plan_radii) + 4:
                 self._wide_maps.clear()
-            layout = _LayoutPlus(sim.layout, self.extra_obstacles) if self.extra_obstacles else sim.layout
+            layout = _LayoutPlus(sim.layout, extra) if extra else sim.layout
             self._wide_maps[key] = NavMap(layout, resolution=sim.navmap.resolution, robot_radius=radius)
         return self._wide_maps[key]
 
@@ -190,10 +207,21 @@ class BaseFollower:
         g = self.gains
         if self.goal is None:
             return np.zeros(2)
+        if self._backoff > 0:
+            # stuck (a stalled base: the arm against a door, a wall corner): back up, then replan
+            self._backoff = 0 if sim.base_collided else self._backoff - 1
+            if self._backoff > 0:
+                return np.array([-1.0, 0.0])
+            if not self._replan(sim):
+                return np.zeros(2)
         if sim.base_collided:
             self._blocked += 1
         else:
             self._blocked = 0
+        if self._blocked >= g.stuck_steps and g.backoff_steps > 0:
+            self._blocked = 0
+            self._backoff = g.backoff_steps
+            return np.array([-1.0, 0.0])
         xy = np.asarray(sim.base_xy, dtype=np.float64)
         if (len(self.path) == 0 or self._blocked >= g.stuck_steps) and not self._replan(sim):
             return np.zeros(2)
@@ -272,7 +300,7 @@ def furniture_clearance(sim, points_xy: np.ndarray, above_z: float) -> np.ndarra
     top is higher than `above_z` (what an arm held at that height would hit)."""
     pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
     best = np.full(len(pts), np.inf)
-    for box in sim.layout.obstacles_2d():
+    for box in [*sim.layout.obstacles_2d(), *sim.moving_part_boxes()]:
         if float(box.center[2]) + float(box.half_size[2]) <= above_z:
             continue
         c, s = np.cos(box.yaw), np.sin(box.yaw)
