@@ -292,6 +292,21 @@ def test_set_table_replan_after_failed_pick_in_open_drawer(layout, th, planner_c
     assert _plan_text(replan(planner, state)) == SET_TABLE_PLAN[2:]
 
 
+def test_half_open_fridge_is_opened_again_before_the_pick(layout, th, planner_cfg):
+    # set_table after its first object: the fridge door got pushed half shut (neither opened nor
+    # closed); picking from it needs an open_fridge first
+    ep = set_table(layout)
+    problem = _problem(layout, th, ep)
+    planner = build_planner(problem, planner_cfg)
+    goal0 = np.array(ep.targets[0].goal_pos)
+    art = {**ep.art_states, "drawer_0": 0.45, "fridge": 0.6}
+    state = evaluate_state(_inputs(layout, ep, _xy_near(ep.objects[1].pos, 1.0), moved={"obj_0": goal0}, art=art),
+                           problem, th)
+    assert ("opened_fridge", "fridge") not in state and ("closed_fridge", "fridge") not in state
+    assert ("robot_at", "obj_1") in state
+    assert _plan_text(replan(planner, state))[:2] == ["(open_fridge fridge)", "(pick obj_1)"]
+
+
 def test_predicate_thresholds(layout, th):
     ep = set_table(layout)
     problem = _problem(layout, th, ep)

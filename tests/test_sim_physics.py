@@ -291,3 +291,19 @@ def test_blocked_arm_servo_torque_stays_within_fetch_effort_limits(layout):
     assert max(leads) < arm["max_target_lead"] + 0.2  # the contact may push a joint back after its target is set; wind-up reaches 1.4 rad
     assert max(forces) > 1.0  # the arm did press on the counter
     assert max(forces[60:]) < 500.0  # unlimited servos with wind-up reach ~1 kN here by step 100
+
+
+def test_moving_part_boxes_follow_the_open_door(layout):
+    sim = RearrangeSim(layout, [])
+    assert sim.moving_part_boxes() == []  # everything closed: the static map already covers it
+    art = layout.articulated["fridge"]
+    sim.set_art_q("fridge", np.pi / 2)
+    boxes = [b for b in sim.moving_part_boxes() if b.name.startswith("fridge")]
+    door = max(boxes, key=lambda b: b.half_size[0] * b.half_size[1])
+    # opened by 90 degrees about the hinge, the door's middle lies half a door width from the hinge,
+    # on the room side of the fridge front
+    hinge = np.asarray(art.joint_pos[:2])
+    width = 2 * max(door.half_size[:2])
+    assert np.linalg.norm(np.asarray(door.center[:2]) - hinge) == pytest.approx(width / 2, abs=0.03)
+    assert door.center[1] < hinge[1] - 0.3
+    assert all(not b.name.startswith("drawer") for b in sim.moving_part_boxes())
