@@ -124,6 +124,18 @@ def test_minibatch_split_sequence_continues_from_its_own_row():
     assert partition_sizes(10, 3) == [4, 3, 3]
 
 
+def test_long_sequences_are_cut_at_max_seq_len_and_restart_from_their_own_rows():
+    # one env that ran 23 steps of one episode (a fast env in VER with T = 8)
+    r = make_episodic_rollout([23], [set()])
+    (b,) = build_minibatches(r, 1, torch.Generator().manual_seed(0), max_seq_len=8)
+    assert sorted(b.seq_lengths.tolist()) == [7, 8, 8]
+    assert sorted(b.seq_first_rows.tolist()) == [0, 8, 16]
+    (whole,) = build_minibatches(r, 1, torch.Generator().manual_seed(0))
+    assert whole.seq_lengths.tolist() == [23]
+    with pytest.raises(ValueError, match="max_seq_len"):
+        build_minibatches(r, 1, max_seq_len=0)
+
+
 def test_packed_evaluation_equals_stepwise_evaluation():
     torch.manual_seed(0)
     obs_space = gym.spaces.Dict(

@@ -3,7 +3,10 @@
 A *sequence* is a maximal run of consecutive rows of one env within one episode: sequences split
 at rollout boundaries (an env's first and last row in the rollout) and at episode boundaries.
 Sequences are shuffled, their rows concatenated, and the resulting list of S rows is cut into
-`num_mini_batch` contiguous pieces of S // B or S // B + 1 rows. A sequence cut by a piece boundary
+`num_mini_batch` contiguous pieces of S // B or S // B + 1 rows. With `max_seq_len` (the trainer passes
+T), longer sequences are cut into pieces of at most that many rows first: in VER a fast env can
+collect far more than T steps in one rollout, and one such sequence makes the packed LSTM run that
+many serial steps for the whole mini-batch. A sequence cut by a piece boundary
 continues in the next piece as a new sequence that starts from the stored hidden state of its own
 first row, `rollout.hidden[row]` (the state the collector fed to that row). Every sequence, split or
 not, starts from the stored state of its own first row; habitat-lab instead reuses the state of the
@@ -52,15 +55,21 @@ def partition_sizes(total: int, parts: int) -> list[int]:
 
 
 def build_minibatches(
-    rollout: Rollout, num_mini_batch: int, generator: torch.Generator | None = None
+    rollout: Rollout, num_mini_batch: int, generator: torch.Generator | None = None,
+    max_seq_len: int | None = None,
 ) -> list[MiniBatch]:
-    """One epoch's mini-batches: every row exactly once, `num_mini_batch` pieces of equal step counts."""
+    """One epoch's mini-batches: every row exactly once, `num_mini_batch` pieces of equal step counts,
+    no sequence longer than `max_seq_len` rows (None: no limit)."""
     num_rows = len(rollout)
     if num_mini_batch < 1 or num_mini_batch > num_rows:
         raise ValueError(
             f"num_mini_batch must be between 1 and the rollout size {num_rows}, got {num_mini_batch}"
         )
     sequences = find_sequences(rollout)
+    if max_seq_len is not None:
+        if max_seq_len < 1:
+            raise ValueError(f"max_seq_len must be at least 1, got {max_seq_len}")
+        sequences = [piece for seq in sequences for piece in torch.split(seq, max_seq_len)]
     perm = torch.randperm(len(sequences), generator=generator)
     rows = torch.cat([sequences[i] for i in perm.tolist()])
     # Position p in `rows` starts a sequence if it starts a (shuffled) sequence or a mini-batch.

@@ -69,6 +69,7 @@ class PPO:
         grad_sync: GradSync | None = None,
         seed: int | None = None,
         stats_sync: StatsSync | None = None,
+        max_seq_len: int | None = None,
     ):
         self.actor_critic = actor_critic
         self.cfg = ppo_cfg
@@ -94,6 +95,7 @@ class PPO:
         self.grad_sync = grad_sync
         self.stats_sync = stats_sync
         self.return_moments = torch.tensor([0.0, 1.0], dtype=torch.float64)  # running E[R], E[R^2]
+        self.max_seq_len = max_seq_len  # longest LSTM sequence in a mini-batch (the trainer passes T)
 
         device = next(actor_critic.parameters()).device
         self.entropy_coef = entropy_coefficient_from_config(ppo_cfg["entropy"], actor_critic.action_space).to(
@@ -169,7 +171,7 @@ class PPO:
         }
         steps = 0
         for _ in range(self.ppo_epoch):
-            for mb in build_minibatches(rollout, self.num_mini_batch, self.generator):
+            for mb in build_minibatches(rollout, self.num_mini_batch, self.generator, self.max_seq_len):
                 rows = mb.rows.to(device)
                 out = ac.evaluate(
                     {k: v[rows] for k, v in rollout.obs.items()},

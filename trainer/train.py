@@ -169,7 +169,7 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     ppo = PPO(
         actor_critic, tcfg.ppo, total_updates=total_updates,
         grad_sync=make_grad_sync(info.world_size) if info.is_distributed else None,
-        seed=rank_seed(seed, info.rank),
+        seed=rank_seed(seed, info.rank), max_seq_len=int(tcfg.num_steps),
     )
     seed_everything(rank_seed(seed, info.rank))
     collector = Collector(env_fn, obs_space, action_space, actor_critic, tcfg, seed=seed, rank=info.rank,
