@@ -153,3 +153,15 @@ def test_collector_batches_reach_min_unless_the_quota_ends_the_rollout():
     for _, stats in collect(collector, 4):
         assert all(size >= 4 for size in stats.batch_sizes[:-1]), stats.batch_sizes
         assert sum(stats.batch_sizes) == 30
+
+
+def test_auto_batch_wait_is_half_the_mean_env_step_time():
+    collector = make_collector("ver", num_envs=4, num_steps=8, delays=(0.02,), max_batch_wait_s="auto")
+    assert collector.auto_wait and collector.max_wait_s == 0.01  # until step times are known
+    collect(collector, 2)
+    assert 0.01 <= collector.max_wait_s <= 0.05  # steps take >= 20 ms, so the wait is >= 10 ms
+
+
+def test_bad_batch_wait_is_a_clear_error():
+    with pytest.raises(ValueError, match="max_batch_wait_s must be a number of seconds or 'auto'"):
+        make_collector("ver", max_batch_wait_s="soon")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait as wait_for_any
@@ -100,7 +101,16 @@ class Collector:
         self.min_batch, self.max_batch = batch_limits(
             n, float(cfg["min_batch_factor"]), float(cfg["max_batch_factor"]), lock_step=(mode == "sync")
         )
-        self.max_wait_s = float("inf") if mode == "sync" else float(cfg["max_batch_wait_s"])
+        wait = cfg["max_batch_wait_s"]
+        # "auto" (habitat-lab VER): half the mean env step time of the last 128 steps, 0.01 s until known
+        self.auto_wait = mode != "sync" and str(wait) == "auto"
+        if not self.auto_wait and mode != "sync":
+            try:
+                wait = float(wait)
+            except (TypeError, ValueError):
+                raise ValueError(f"trainer.max_batch_wait_s must be a number of seconds or 'auto', got {wait!r}") from None
+        self.max_wait_s = float("inf") if mode == "sync" else (0.01 if self.auto_wait else float(wait))
+        self._env_step_times: deque[float] = deque(maxlen=128)
         self.step_timeout_s = float(cfg["worker_timeout_s"])
         self.start_timeout_s = float(cfg["worker_start_timeout_s"])
         self.max_failures_in_row = int(cfg["max_worker_failures_in_row"])
@@ -210,6 +220,9 @@ class Collector:
     # ------------------------------------------------------------------ receiving
     def _on_ready(self, e: int, episode_stats: dict | None) -> None:
         now = time.monotonic()
+        if self.auto_wait and not np.isnan(self.pool.busy_since[e]):
+            self._env_step_times.append(now - float(self.pool.busy_since[e]))
+            self.max_wait_s = 0.5 * float(np.mean(self._env_step_times))
         self.pool.busy_since[e] = np.nan
         if not np.isnan(self._last_ready_time[e]):
             self.step_intervals.add(e, now - self._last_ready_time[e])
