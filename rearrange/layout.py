@@ -214,17 +214,20 @@ def _kitchen(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth:
     b.solid("fridge_left", fx0, fy0, 0.0, fx0 + t, fy1, fh)
     b.solid("fridge_right", fx0 + fw - t, fy0, 0.0, fx0 + fw, fy1, fh)
     b.solid("fridge_top", fx0, fy0, fh - t, fx0 + fw, fy1, fh)
-    shelf_z = (0.55, 0.95, 1.35)
+    shelf_z = (0.5, 1.0)
     b.solid("fridge_bottom", fx0, fy0, 0.0, fx0 + fw, fy1, shelf_z[0])
     for i, z in enumerate(shelf_z[1:]):
         b.solid(f"fridge_board_{i}", fx0 + t, fy0 + 0.02, z - 0.02, fx0 + fw - t, fy1 - t, z)
-    inner_cx, inner_cy = fx0 + fw / 2, (fy0 + fy1 - t) / 2
-    for i, z in enumerate(shelf_z[:2]):
+    # Two compartments with room for a top-down suction grasp (0.48 m and 0.77 m high); objects go on
+    # the front 0.3 m of a shelf, where the arm reaching in through the door still has its elbow outside.
+    shelf_depth = 0.3
+    inner_cx, front_cy = fx0 + fw / 2, fy0 + 0.06 + shelf_depth / 2
+    for i, z in enumerate(shelf_z):
         b.receptacles[f"fridge_shelf_{i}"] = Receptacle(
             f"fridge_shelf_{i}",
             "fridge",
-            (inner_cx, inner_cy, z),
-            (fw / 2 - t - 0.06, (fd - t) / 2 - 0.08),
+            (inner_cx, front_cy, z),
+            (fw / 2 - t - 0.06, shelf_depth / 2),
             0.0,
             "fridge",
         )

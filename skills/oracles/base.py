@@ -20,6 +20,8 @@ from skills.oracles.base_follow import (
     FollowGains,
     arm_safe_base_action,
     furniture_clearance,
+    planning_map,
+    reach_clear,
     rest_arm_clear,
     standing_point,
     wall_between,
@@ -161,7 +163,10 @@ class Oracle:
             if stand is None:
                 stand = standing_point(sim, point, zone["preferred_dist"], zone["search_radius"],
                                        zone["geodesic_weight"], valid)
-            if stand is None:  # nowhere with a free arm: the nearest good working distance
+            if stand is None:  # nowhere with a free arm: the nearest good working distance in reach
+                stand = standing_point(sim, point, zone["preferred_dist"], zone["search_radius"],
+                                       zone["geodesic_weight"], reach_clear(sim, point))
+            if stand is None:
                 stand = standing_point(sim, point, zone["preferred_dist"], zone["search_radius"],
                                        zone["geodesic_weight"])
             self._stand = stand
@@ -192,7 +197,7 @@ class Oracle:
     def _pre_stand(self, sim, point: np.ndarray, stand: np.ndarray, zone: Mapping[str, float]) -> np.ndarray | None:
         """A point behind the standing point on the line to the work point, from which the base drives
         straight in (so the arm, pointing at the work point, never sweeps sideways near furniture)."""
-        navmap = sim.navmap
+        navmap = planning_map(sim)
         facing = np.asarray(point, dtype=np.float64)[:2] - stand
         facing = facing / max(float(np.linalg.norm(facing)), 1e-9)
         if float(np.linalg.norm(stand - np.asarray(sim.base_xy))) < zone["pre_stand_dist"]:

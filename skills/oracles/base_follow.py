@@ -27,6 +27,38 @@ def base_step_sizes(sim) -> tuple[float, float]:
     return float(base["max_lin_per_step"]), float(base["max_ang_per_step"])
 
 
+_MAPS: dict[tuple, object] = {}  # planning maps by (layout, radius, extra boxes); a handful per layout
+_MAX_MAPS = 8
+DOOR_MIN_HEIGHT = 1.2  # m: an open moving part whose top is higher than this blocks reaching past it
+
+
+def moving_obstacles(sim, extra=()) -> tuple:
+    """Boxes the sim's static map does not know: open doors and drawers where they are now, plus
+    `extra`. Poses are rounded (2 cm, ~1 degree) so that planning maps can be cached."""
+    boxes = list(extra) + list(sim.moving_part_boxes())
+    return tuple(Box(b.name, tuple(round(float(v), 2) for v in b.center),
+                     tuple(round(float(v), 3) for v in b.half_size), round(float(b.yaw), 2)) for b in boxes)
+
+
+def planning_map(sim, radius: float | None = None, extra: tuple | None = None):
+    """A navigation map of the layout plus `extra` boxes (default: `moving_obstacles(sim)`) inflated
+    by `radius` (default: the base radius), cached; the sim's own map when nothing is added."""
+    radius = sim.navmap.robot_radius if radius is None else float(radius)
+    extra = moving_obstacles(sim) if extra is None else tuple(extra)
+    if not extra and radius == sim.navmap.robot_radius:
+        return sim.navmap
+    # the cache holds the layout itself, so its id cannot be reused by another layout meanwhile
+    key = (id(sim.layout), radius, extra)
+    if key not in _MAPS:
+        from rearrange.navmap import NavMap
+
+        if len(_MAPS) >= _MAX_MAPS:
+            _MAPS.pop(next(iter(_MAPS)))
+        layout = _LayoutPlus(sim.layout, extra) if extra else sim.layout
+        _MAPS[key] = (sim.layout, NavMap(layout, resolution=sim.navmap.resolution, robot_radius=radius))
+    return _MAPS[key][1]
+
+
 class _LayoutPlus:
     """A layout seen by `NavMap` with extra obstacle boxes (moving parts the static map ignores)."""
 
@@ -84,7 +116,6 @@ class BaseFollower:
         self._progress = 0
         self._blocked = 0
         self._backoff = 0
-        self._wide_maps: dict[tuple, object] = {}
         self.extra_obstacles: tuple = ()  # boxes the sim's map does not know (e.g. an open door)
 
     def clear(self) -> None:
@@ -122,11 +153,8 @@ class BaseFollower:
         return True
 
     def _obstacles(self, sim) -> tuple:
-        """Boxes the sim's static map does not know: open doors and drawers where they are now, plus
-        `extra_obstacles`. Poses are rounded (2 cm, ~1 degree) so that planning maps can be cached."""
-        boxes = list(self.extra_obstacles) + list(sim.moving_part_boxes())
-        return tuple(Box(b.name, tuple(round(float(v), 2) for v in b.center),
-                         tuple(round(float(v), 3) for v in b.half_size), round(float(b.yaw), 2)) for b in boxes)
+        """Open doors and drawers where they are now (`moving_obstacles`) plus `extra_obstacles`."""
+        return moving_obstacles(sim, self.extra_obstacles)
 
     def _wide_path(self, sim, start: np.ndarray, radius: float, extra: tuple) -> np.ndarray | None:
         """A path on a map inflated by `radius` (so the arm, which sticks out of the base disc,
@@ -146,19 +174,7 @@ class BaseFollower:
         return pts[keep]
 
     def _map(self, sim, radius: float, extra: tuple):
-        """A navigation map of the layout plus `extra` boxes inflated by `radius`, cached (the sim's own
-        map when there is nothing extra at the base radius)."""
-        if not extra and radius == sim.navmap.robot_radius:
-            return sim.navmap
-        key = (id(sim.layout), radius, extra)
-        if key not in self._wide_maps:
-            from rearrange.navmap import NavMap
-
-            if len(self._wide_maps) >= 4 * len(self.gains.plan_radii) + 4:
-                self._wide_maps.clear()
-            layout = _LayoutPlus(sim.layout, extra) if extra else sim.layout
-            self._wide_maps[key] = NavMap(layout, resolution=sim.navmap.resolution, robot_radius=radius)
-        return self._wide_maps[key]
+        return planning_map(sim, radius, extra)
 
     @property
     def end(self) -> np.ndarray:
@@ -260,15 +276,16 @@ class BaseFollower:
 
 
 def standing_point(sim, target_xy: np.ndarray, preferred: float, max_dist: float,
-                   geodesic_weight: float, valid=None) -> np.ndarray | None:
+                   geodesic_weight: float, valid=None, navmap=None) -> np.ndarray | None:
     """A navigable base position from which to work on a world point (object, goal, handle).
 
     Candidates are navigable cell centres within `max_dist` of the target; the cost is
     `|distance to target - preferred| + geodesic_weight * geodesic distance from the robot`, so the
     base stands close to the preferred working distance, on the robot's side when there is a choice.
-    None if no navigable point is near enough.
+    None if no navigable point is near enough. `navmap` defaults to `planning_map(sim)` (the static
+    map plus open doors and drawers).
     """
-    navmap = sim.navmap
+    navmap = planning_map(sim) if navmap is None else navmap
     target = np.asarray(target_xy, dtype=np.float64)[:2]
     res = navmap.resolution
     lo = navmap.world_to_cell(target - max_dist)
@@ -312,11 +329,34 @@ def furniture_clearance(sim, points_xy: np.ndarray, above_z: float) -> np.ndarra
     return best
 
 
-def rest_arm_clear(sim, target_xy: np.ndarray, arm_points: np.ndarray, height: float, margin: float):
-    """Standing-point filter: no wall between the base and `target_xy`, and with the base facing it the
-    arm at rest (base-frame xy points `arm_points`, e.g. ee and elbow) stays `margin` clear of walls
-    and furniture taller than `height`."""
-    target = np.asarray(target_xy, dtype=np.float64)[:2]
+def container_outward(sim, point: np.ndarray) -> np.ndarray | None:
+    """(2,) unit direction out of the opening of the container whose inside holds the 3-D `point` (a
+    fridge shelf, a closed drawer's box), or None when the point is in no container. The robot faces a
+    container along `Articulated.facing_yaw`, so its opening points the other way."""
+    p = np.asarray(point, dtype=np.float64)
+    if p.shape[0] < 3:
+        return None
+    for rec in sim.layout.receptacles.values():
+        if rec.container is None:
+            continue
+        c, s = np.cos(rec.yaw), np.sin(rec.yaw)
+        d = p[:2] - np.asarray(rec.center[:2], dtype=np.float64)
+        lx, ly = c * d[0] + s * d[1], -s * d[0] + c * d[1]
+        inside = abs(lx) <= rec.half_extent[0] + 0.05 and abs(ly) <= rec.half_extent[1] + 0.05
+        if inside and rec.center[2] - 0.05 <= p[2] <= rec.center[2] + 0.45:
+            yaw = float(sim.layout.articulated[rec.container].facing_yaw)
+            return -np.array([np.cos(yaw), np.sin(yaw)])
+    return None
+
+
+def rest_arm_clear(sim, target: np.ndarray, arm_points: np.ndarray, height: float, margin: float,
+                   max_front_angle: float = np.pi / 4):
+    """Standing-point filter: no wall (or open door) between the base and the target, and with the base
+    facing it the arm at rest (base-frame xy points `arm_points`, e.g. ee and elbow) stays `margin` clear
+    of walls and furniture taller than `height`. A 3-D target inside a container (a fridge shelf) is
+    only reached through the opening: within `max_front_angle` of its outward direction."""
+    outward = container_outward(sim, target)
+    target = np.asarray(target, dtype=np.float64)[:2]
     arm = np.asarray(arm_points, dtype=np.float64).reshape(-1, 2)
 
     def valid(cands: np.ndarray) -> np.ndarray:
@@ -324,6 +364,8 @@ def rest_arm_clear(sim, target_xy: np.ndarray, arm_points: np.ndarray, height: f
         fwd = d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-9)
         left = np.stack([-fwd[:, 1], fwd[:, 0]], axis=1)
         ok = ~wall_between(sim, cands, target)
+        if outward is not None:
+            ok &= (-fwd @ outward) >= np.cos(max_front_angle)
         for px, py in arm:
             ok &= furniture_clearance(sim, cands + px * fwd + py * left, height) > margin
         return ok
@@ -331,15 +373,25 @@ def rest_arm_clear(sim, target_xy: np.ndarray, arm_points: np.ndarray, height: f
     return valid
 
 
+def reach_clear(sim, target: np.ndarray, max_front_angle: float = np.pi / 4):
+    """The part of `rest_arm_clear` that does not depend on the arm: no wall or open door in the way, and
+    a target inside a container is approached through its opening (the fallback when no standing point
+    keeps the resting arm clear, e.g. in front of a fridge whose footprint includes its inside)."""
+    return rest_arm_clear(sim, target, np.zeros((0, 2)), 0.0, 0.0, max_front_angle)
+
+
 def wall_between(sim, cands: np.ndarray, target_xy: np.ndarray, step: float = 0.02) -> np.ndarray:
-    """For each of (N, 2) candidate base positions: does the straight line to `target_xy` cross a wall?"""
+    """For each of (N, 2) candidate base positions: does the straight line to `target_xy` cross a wall
+    or an open door (a moving part taller than `DOOR_MIN_HEIGHT`)?"""
     target = np.asarray(target_xy, dtype=np.float64)[:2]
     cands = np.asarray(cands, dtype=np.float64).reshape(-1, 2)
+    blockers = list(sim.layout.walls) + [b for b in sim.moving_part_boxes()
+                                         if float(b.center[2]) + float(b.half_size[2]) > DOOR_MIN_HEIGHT]
     n = max(int(np.ceil(float(np.max(np.linalg.norm(cands - target, axis=1), initial=0.0)) / step)), 1)
     crossed = np.zeros(len(cands), dtype=bool)
     for t in np.linspace(0.0, 1.0, n + 1):
         pts = cands + t * (target - cands)
-        for box in sim.layout.walls:
+        for box in blockers:
             c, s = np.cos(box.yaw), np.sin(box.yaw)
             d = pts - np.asarray(box.center[:2], dtype=np.float64)
             lx, ly = c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]
