@@ -271,8 +271,10 @@ def _kinds_for_layout(kind: str, rng: np.random.Generator, cfg: Mapping[str, Any
         head = [str(rng.choice(sorted(BOWL_KINDS))), str(rng.choice(sorted(FRUIT_KINDS)))]
     elif kind == "tidy_house":
         head = [str(k) for k in rng.choice(all_kinds, cfg["scenarios"]["tidy_house_targets"])]
-    elif kind == "prepare_groceries":
-        head = [str(k) for k in rng.choice(all_kinds, cfg["scenarios"]["prepare_groceries_targets"])]
+    elif kind == "prepare_groceries":  # groceries go in or come out of the fridge: kinds that fit it
+        fridge = next(r for r in layout.receptacles.values() if r.kind == "fridge")
+        fitting = [k for k in all_kinds if _fits(fridge, k, cfg)]
+        head = [str(k) for k in rng.choice(fitting, cfg["scenarios"]["prepare_groceries_targets"])]
     elif kind in ("open_cab", "close_cab"):
         drawer = next(r for r in layout.receptacles.values() if r.kind == "drawer")
         head = [str(rng.choice([k for k in all_kinds if _fits(drawer, k, cfg)]))]
