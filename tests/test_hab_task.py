@@ -110,7 +110,8 @@ def test_holding_an_object_is_not_success(env):
 
 
 def test_max_steps_from_scenario_or_override(cfg):
-    assert HabTask("tidy_house", cfg).max_steps == 3000
+    assert HabTask("tidy_house", cfg).max_steps == 4500  # configs/scenario/tidy_house.yaml
+    assert HabTask("set_table", cfg).max_steps == 3000
     node = dict(cfg["hab_task"], max_steps=77)
     assert HabTask("set_table", {"hab_task": node}).max_steps == 77
     with pytest.raises(ValueError, match="valid choices"):
