@@ -150,7 +150,7 @@ def build_scene_xml(
         for j, g in enumerate(kind.geoms):
             body.append(
                 f'  <geom name="{name}_g{j}" type="{g.type}" size="{_f(g.size)}" pos="{_f(g.pos)}" euler="{_f(g.euler)}" '
-                f'mass="{mass_each:.6g}" rgba="{rgba}" {_col(OBJECT_COL)}/>'
+                f'mass="{mass_each:.6g}" rgba="{rgba}" condim="{int(phys["object_condim"])}" {_col(OBJECT_COL)}/>'
             )
         body.append("</body>")
         obj_names.append(name)

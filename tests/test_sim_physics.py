@@ -307,3 +307,19 @@ def test_moving_part_boxes_follow_the_open_door(layout):
     assert np.linalg.norm(np.asarray(door.center[:2]) - hinge) == pytest.approx(width / 2, abs=0.03)
     assert door.center[1] < hinge[1] - 0.3
     assert all(not b.name.startswith("drawer") for b in sim.moving_part_boxes())
+
+
+def test_pushed_fruit_stops_rolling(layout):
+    sim = RearrangeSim(layout, ["apple"])
+    r = layout.receptacles["table_0"]
+    pos = (r.center[0], r.center[1], r.center[2] + OBJECT_KINDS["apple"].rest_height + 0.001)
+    sim.reset_state({"obj_0": (pos, (1, 0, 0, 0))}, {}, _park_robot(layout), 0.0)
+    for _ in range(5):
+        sim.step(np.zeros(7), None, np.zeros(2))
+    dof = sim._obj_dadr["obj_0"]
+    sim.data.qvel[dof] = 0.3  # a 0.3 m/s nudge along x (a placement or a brush of the arm)
+    start = sim.object_pos("obj_0")
+    for _ in range(60):  # 2 s
+        sim.step(np.zeros(7), None, np.zeros(2))
+    assert np.linalg.norm(sim.data.qvel[dof : dof + 3]) < 0.01  # at rest, not rolling on
+    assert np.linalg.norm(sim.object_pos("obj_0")[:2] - start[:2]) < 0.15
