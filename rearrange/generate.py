@@ -30,7 +30,7 @@ from rearrange.episodes import (
     ObjectSpec,
     TargetSpec,
 )
-from rearrange.layout import ApartmentLayout, Receptacle, generate_layout, layout_seeds
+from rearrange.layout import ApartmentLayout, Articulated, Receptacle, generate_layout, layout_seeds
 from rearrange.objects import BOWL_KINDS, FRUIT_KINDS, OBJECT_KINDS
 
 CONFIG_PATH = Path(__file__).resolve().parent.parent / "configs" / "episodes.yaml"
@@ -95,6 +95,21 @@ def _open_state(layout: ApartmentLayout, name: str, cfg: Mapping[str, Any]) -> f
     if art.joint_type == "hinge":
         return float(np.clip(cfg["articulated"]["open_fridge_state"], lo, hi))
     return float(lo + cfg["articulated"]["open_drawer_fraction"] * (hi - lo))
+
+
+def door_frame(art: Articulated, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """(2,) unit vectors of a hinged door at joint value q: along the door from the hinge, and out of its
+    outer (handle) face."""
+    hinge = np.asarray(art.joint_pos[:2], dtype=np.float64)
+    door = max(art.parts, key=lambda b: b.half_size[0] * b.half_size[1])
+    centre = np.asarray(door.center[:2], dtype=np.float64) - hinge
+    handle = np.asarray(art.handle_box.center[:2], dtype=np.float64) - hinge
+    along0 = centre / np.linalg.norm(centre)
+    out0 = handle - (handle @ along0) * along0
+    out0 /= np.linalg.norm(out0)
+    a = float(np.sign(art.joint_axis[2])) * q  # rotation about +z
+    rot = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+    return rot @ along0, rot @ out0
 
 
 def _closed_states(layout: ApartmentLayout) -> dict[str, float]:
@@ -240,6 +255,27 @@ class _LayoutContext:
             if self.robot_free(poses, art_states, xy, yaw):
                 return {"xy": [float(xy[0]), float(xy[1])], "yaw": yaw}
         return None
+
+    def spawn_outside_door(self, rng: np.random.Generator, art_name: str,
+                           poses: Mapping[str, tuple[np.ndarray, np.ndarray]],
+                           art_states: Mapping[str, float]) -> dict[str, Any] | None:
+        """close_fridge: on the open door's outer (handle) side, facing it, so the robot starts outside
+        the area the door sweeps while it closes; falls back to `spawn_in_front` for a nearly closed door.
+        """
+        sp = self.cfg["spawn"]
+        art = self.layout.articulated[art_name]
+        q = float(art_states.get(art_name, art.joint_range[0]))
+        along_dir, outward = door_frame(art, q)
+        hinge = np.asarray(art.joint_pos[:2], dtype=np.float64)
+        width = max(float(np.linalg.norm(c - hinge)) for p in art.parts for c in p.corners_2d())
+        for _ in range(int(sp["attempts"])):
+            along = rng.uniform(*sp["door_along"]) * width
+            dist = rng.uniform(*sp["door_dist"])
+            xy = hinge + along * along_dir + dist * outward
+            yaw = float(np.arctan2(-outward[1], -outward[0]) + rng.normal(0.0, sp["art_yaw_noise_std"]))
+            if self.robot_free(poses, art_states, xy, yaw):
+                return {"xy": [float(xy[0]), float(xy[1])], "yaw": yaw}
+        return self.spawn_in_front(rng, art_name, poses, art_states)
 
     def spawn_anywhere(self, rng: np.random.Generator, poses: Mapping[str, tuple[np.ndarray, np.ndarray]],
                        art_states: Mapping[str, float], grasped: str | None = None,
@@ -443,7 +479,9 @@ def _spawn(kind: str, ctx: _LayoutContext, rng: np.random.Generator,
             info["start_holding"] = target
         return ctx.spawn_anywhere(rng, settled, art, grasped=target if holding else None, far_from=goal,
                                   min_geodesic=ctx.cfg["nav"]["min_start_distance"])
-    if kind in ("open_fridge", "close_fridge", "open_cab", "close_cab"):
+    if kind == "close_fridge":
+        return ctx.spawn_outside_door(rng, info["articulated"], settled, art)
+    if kind in ("open_fridge", "open_cab", "close_cab"):
         return ctx.spawn_in_front(rng, info["articulated"], settled, art)
     return ctx.spawn_anywhere(rng, settled, art)
 

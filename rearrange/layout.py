@@ -206,7 +206,10 @@ def _kitchen(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth:
     yn = depth - WALL_THICKNESS / 2  # inner face of the north wall
     # fridge: a shell (static) with a hinged door (hinge on the west edge, opening towards -y)
     fw, fd, fh = 0.8, 0.7, 1.8
-    fx0 = x0 + WALL_THICKNESS / 2 + 0.75  # leave room for the door to swing to ~135 degrees
+    # Hinge-side clearance: room for the door to swing to 135 degrees, and for the robot to stand on the
+    # door's outer side and push it shut from up to 120 degrees open (close_fridge; with 0.75 m no base
+    # pose could reach the outer face beyond ~90 degrees).
+    fx0 = x0 + WALL_THICKNESS / 2 + 1.3
     fy1 = yn - 0.02
     fy0 = fy1 - fd  # front face of the shell
     t = 0.03
@@ -252,8 +255,8 @@ def _kitchen(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth:
     )
     frect = (fx0, fy0 - door_t, fx0 + fw, fy1)
     b.footprint("fridge", frect, fh)
-    # door swing and standing area
-    b.keep_clear.append((fx0 - fw, fy0 - 1.5, fx0 + fw + 0.4, fy0))
+    # door swing and standing areas, the hinge side included
+    b.keep_clear.append((x0, fy0 - 1.5, fx0 + fw + 0.4, fy0))
     b.keep_clear.append((x0, fy0 - 0.2, fx0, yn))
 
     # counter with drawers

@@ -143,9 +143,7 @@ def _solve_rate(skill: str, episodes: int, cfg) -> tuple[int, list[str]]:
     "place",
     "nav",
     "open_fridge",
-    # Known shortfall (4/100 on val): the close-fridge oracle finds no stance from which to push the
-    # open door's outer face (past ~1.2 rad it faces the wall beside the fridge); see the oracle report.
-    pytest.param("close_fridge", marks=pytest.mark.xfail(reason="close_fridge oracle does not solve the task")),
+    "close_fridge",
     "open_cab",
     "close_cab",
 ])

@@ -137,11 +137,14 @@ class ArticulatedOracle(Oracle):
 
     def act(self, sim) -> np.ndarray:
         action = super().act(sim)
-        if self.geo.hinge and not self.opening:
+        if self.geo.hinge and not self.opening and self.phase != "push":  # pushing moves into the sweep
             base = action[ACTION_SLICES["base"]].copy()
             if np.any(base != 0.0):
                 action[ACTION_SLICES["base"]] = self._door_safe_base(sim, base)
         return action
+
+    def arm_safety_applies(self) -> bool:
+        return self.phase != "push"
 
     def _door_clearance(self, sim, xy, yaw) -> float:
         pts = np.asarray(self.cfg["arm_safety"]["arm_points"], dtype=np.float64)
@@ -175,7 +178,8 @@ class ArticulatedOracle(Oracle):
 
     def finished_joint(self, sim) -> bool:
         """The joint is where the oracle wants it (a margin inside the task's success threshold)."""
-        margin = self.cfg["articulated"]["state_margin"] * self.success_threshold
+        a = self.cfg["articulated"]
+        margin = (a["state_margin"] if self.opening else a["close_state_margin"]) * self.success_threshold
         if self.opening:
             return self.desired - self.q(sim) < self.success_threshold - margin
         return abs(self.q(sim) - self.desired) < self.success_threshold - margin
@@ -273,6 +277,32 @@ class ArticulatedOracle(Oracle):
         turn = float(np.clip(g * bearing / ang_step, -1.0, 1.0))
         return np.array([forward, turn])
 
+    def door_push_base(self, sim) -> np.ndarray:
+        """Base action pushing a door shut with the arm held still: stand square to the door's outer
+        face with the cup `push_press` beyond it at `push_radius` from the hinge, so driving there
+        moves the door; as the door turns, the stand moves round its arc."""
+        q = self.q(sim)
+        normal, u = self.geo.door_normal(q), self.geo.door_dir(q)
+        ee = np.asarray(sim.ee_pos, dtype=np.float64)
+        p = np.asarray(sim.to_base(ee))
+        reach = float(np.hypot(p[0], p[1]))  # how far ahead of the base centre the cup is
+        # push where the cup is along the door (no sideways correction) unless it slid too far
+        radius = float(np.clip((ee[:2] - self.geo.joint_pos[:2]) @ u, *self.c["push_radius_range"]))
+        point = self.geo.joint_pos[:2] + radius * u
+        stand = point + normal * (reach - self.c["push_press"])
+        yaw = float(sim.base_yaw)
+        d = stand - np.asarray(sim.base_xy, dtype=np.float64)
+        along = float(d @ np.array([np.cos(yaw), np.sin(yaw)]))
+        lateral = float(d @ np.array([-np.sin(yaw), np.cos(yaw)]))
+        facing = float(np.arctan2(-normal[1], -normal[0]))
+        err = wrap_angle(facing + float(np.clip(lateral, -0.3, 0.3)) - yaw)
+        lin_step, ang_step = self.follower_steps(sim)
+        forward = float(np.clip(along / lin_step, -1.0, self.c["push_max_forward"]))
+        # turn gently (the arm tip sweeps sideways across the door); not at all while stalled
+        turn = 0.0 if sim.base_collided else float(np.clip(self.cfg["articulated"]["track_gain"] * err / ang_step,
+                                                             -0.5, 0.5))
+        return np.array([forward, turn])
+
     def _clear_turn(self, sim) -> float:
         """Turn command moving the ee out of the door's remaining sweep (0: already clear)."""
         q = self.q(sim)
@@ -362,10 +392,12 @@ class ArticulatedOracle(Oracle):
                     self.goto("approach")
                     return full_action(arm=self.ik.action_towards(sim, point + out * a["pre_distance"],
                                                                         axis=self.tool_axis(out)))
+                if self.geo.hinge:
+                    # the arm holds still and the base drives the cup into the door, following its arc
+                    return full_action(arm=np.zeros(7), base=self.door_push_base(sim))
                 goal = point + push_dir * a["press"]
-                base = self.track_base(sim, point) if not self.geo.hinge else np.zeros(2)
                 return full_action(arm=self.ik.action_towards(sim, goal, a["push_speed"], axis=self.tool_axis(out)),
-                                   base=base)
+                                   base=self.track_base(sim, point))
 
         if self.phase == "release":
             if sim.grasped is None and self.phase_steps >= a["release_steps"]:

@@ -103,7 +103,7 @@ class Oracle:
         action = self._step(sim)
         base = action[ACTION_SLICES["base"]]
         safety = self.cfg["arm_safety"]
-        if np.any(base != 0.0) and self.ik.rest_error(sim) < safety["near_rest"]:
+        if np.any(base != 0.0) and self.ik.rest_error(sim) < safety["near_rest"] and self.arm_safety_applies():
             safe = arm_safe_base_action(sim, base, safety["arm_points"], safety["height"], safety["margin"])
             if safe is None or not np.array_equal(safe, base):
                 # overridden too often in this phase (no safe way on): creep on with the intended
@@ -115,6 +115,11 @@ class Oracle:
         self.steps += 1
         self.phase_steps += 1
         return action
+
+    def arm_safety_applies(self) -> bool:
+        """Whether `act` may replace base motion that would bring the arm at rest into the scene (a
+        phase that pushes something with the base on purpose says no)."""
+        return True
 
     # ------------------------------------------------------------------ helpers for subclasses
 

@@ -380,13 +380,21 @@ def reach_clear(sim, target: np.ndarray, max_front_angle: float = np.pi / 4):
     return rest_arm_clear(sim, target, np.zeros((0, 2)), 0.0, 0.0, max_front_angle)
 
 
+def _box_distance(box, xy: np.ndarray) -> float:
+    """Horizontal distance from the point `xy` to a box footprint (0 inside)."""
+    c, s = np.cos(box.yaw), np.sin(box.yaw)
+    d = np.asarray(xy, dtype=np.float64) - np.asarray(box.center[:2], dtype=np.float64)
+    lx, ly = c * d[0] + s * d[1], -s * d[0] + c * d[1]
+    return float(np.hypot(max(abs(lx) - float(box.half_size[0]), 0.0), max(abs(ly) - float(box.half_size[1]), 0.0)))
+
+
 def wall_between(sim, cands: np.ndarray, target_xy: np.ndarray, step: float = 0.02) -> np.ndarray:
     """For each of (N, 2) candidate base positions: does the straight line to `target_xy` cross a wall
-    or an open door (a moving part taller than `DOOR_MIN_HEIGHT`)?"""
+    or an open door (a moving part taller than `DOOR_MIN_HEIGHT`, unless the target is on it)?"""
     target = np.asarray(target_xy, dtype=np.float64)[:2]
     cands = np.asarray(cands, dtype=np.float64).reshape(-1, 2)
-    blockers = list(sim.layout.walls) + [b for b in sim.moving_part_boxes()
-                                         if float(b.center[2]) + float(b.half_size[2]) > DOOR_MIN_HEIGHT]
+    doors = [b for b in sim.moving_part_boxes() if float(b.center[2]) + float(b.half_size[2]) > DOOR_MIN_HEIGHT]
+    blockers = list(sim.layout.walls) + [b for b in doors if _box_distance(b, target) > 0.1]
     n = max(int(np.ceil(float(np.max(np.linalg.norm(cands - target, axis=1), initial=0.0)) / step)), 1)
     crossed = np.zeros(len(cands), dtype=bool)
     for t in np.linspace(0.0, 1.0, n + 1):
