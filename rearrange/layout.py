@@ -325,11 +325,14 @@ def _kitchen(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth:
             parts=parts,
             handle_box=handle,
         )
+        # objects go in the front half: once the drawer is open (0.45 m) they lie clear of the counter
+        # top, so a top-down grasp or place does not hit its edge
+        in_depth = 0.25
         b.receptacles[name] = Receptacle(
             name,
             "drawer",
-            (bxc, front_y + 0.02 + depth_d / 2, bottom + 0.015),
-            (w / 2 - 0.05, depth_d / 2 - 0.06),
+            (bxc, front_y + 0.02 + 0.06 + in_depth / 2, bottom + 0.015),
+            (w / 2 - 0.05, in_depth / 2),
             0.0,
             name,
         )

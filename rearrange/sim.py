@@ -255,17 +255,26 @@ class RearrangeSim:
 
     # ------------------------------------------------------------------ base
     def _penetration(self, xy: np.ndarray) -> float:
-        """How deep the base disc at `xy` reaches into the nearest obstacle box (0 = free)."""
-        dx, dy = xy[0] - self._obs_c[:, 0], xy[1] - self._obs_c[:, 1]
-        lx = self._obs_cos * dx + self._obs_sin * dy
-        ly = -self._obs_sin * dx + self._obs_cos * dy
-        ex = lx - np.clip(lx, -self._obs_h[:, 0], self._obs_h[:, 0])
-        ey = ly - np.clip(ly, -self._obs_h[:, 1], self._obs_h[:, 1])
+        """How deep the base disc at `xy` reaches into the nearest obstacle box (0 = free): walls,
+        furniture footprints and the open doors and drawers where they are now (the base does not
+        shove a drawer shut or a door aside; a closed one lies inside its furniture footprint)."""
+        centers, halves, cos, sin = self._obs_c, self._obs_h, self._obs_cos, self._obs_sin
+        moving = self.moving_part_boxes()
+        if moving:
+            yaw = np.array([b.yaw for b in moving])
+            centers = np.vstack([centers, [b.center[:2] for b in moving]])
+            halves = np.vstack([halves, [b.half_size[:2] for b in moving]])
+            cos, sin = np.concatenate([cos, np.cos(yaw)]), np.concatenate([sin, np.sin(yaw)])
+        dx, dy = xy[0] - centers[:, 0], xy[1] - centers[:, 1]
+        lx = cos * dx + sin * dy
+        ly = -sin * dx + cos * dy
+        ex = lx - np.clip(lx, -halves[:, 0], halves[:, 0])
+        ey = ly - np.clip(ly, -halves[:, 1], halves[:, 1])
         dist = np.sqrt(ex * ex + ey * ey)
         return float(max(0.0, np.max(self._radius - dist))) if len(dist) else 0.0
 
     def base_is_free(self, xy: Sequence[float]) -> bool:
-        """The base disc at `xy` does not touch walls or furniture footprints."""
+        """The base disc at `xy` does not touch walls, furniture footprints or open doors and drawers."""
         return self._penetration(np.asarray(xy, dtype=np.float64)) == 0.0
 
     def _move_base(self, base: np.ndarray) -> tuple[np.ndarray, float, bool]:
