@@ -323,3 +323,16 @@ def test_pushed_fruit_stops_rolling(layout):
         sim.step(np.zeros(7), None, np.zeros(2))
     assert np.linalg.norm(sim.data.qvel[dof : dof + 3]) < 0.01  # at rest, not rolling on
     assert np.linalg.norm(sim.object_pos("obj_0")[:2] - start[:2]) < 0.15
+
+
+def test_base_does_not_shove_an_open_drawer_shut(layout):
+    sim = RearrangeSim(layout, [])
+    art = layout.articulated["drawer_0"]
+    hi = art.joint_range[1]
+    start = np.asarray(art.front_center) - np.array([0.0, 0.3])  # 1.1 m in front of the closed drawer
+    sim.reset_state({}, {"drawer_0": hi}, start, art.facing_yaw)
+    for _ in range(40):
+        sim.step(np.zeros(7), None, np.array([0.5, 0.0]))  # drive straight at the drawer
+    assert sim.base_collided
+    assert sim.art_q("drawer_0") > hi - 0.02  # still open
+    assert sim.base_is_free(sim.base_xy)
