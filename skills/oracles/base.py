@@ -148,14 +148,23 @@ class Oracle:
             return False
         return not bool(wall_between(sim, np.asarray(sim.base_xy)[None], np.asarray(point)[:2])[0])
 
+    def _in_reach(self, sim, point: np.ndarray, zone: Mapping[str, float]) -> bool:
+        """`in_work_zone` without the bearing condition: the base only has to turn to face the point."""
+        wide = dict(zone)
+        wide["max_bearing"] = np.pi
+        return self.in_work_zone(sim, point, wide)
+
     def approach(self, sim, point: np.ndarray, zone: Mapping[str, float], valid=None,
-                 stand: np.ndarray | None = None, force_stand: bool = False) -> tuple[np.ndarray, bool]:
+                 stand: np.ndarray | None = None, force_stand: bool = False,
+                 settle_in_reach: bool = False) -> tuple[np.ndarray, bool]:
         """Base action bringing `point` into the work zone: drive to a standing point, then face it.
 
         Returns (base action (2,), finished). The plan is made on the first call after `goto`;
         `valid` filters standing points (see `standing_point`); `stand`, if given, is used instead of
         searching for one; with `force_stand` the base goes there even if the point is in the zone
-        already (unless it stands within the follower's tolerance of it).
+        already (unless it stands within the follower's tolerance of it). With `settle_in_reach`, a base
+        whose last bit of driving is blocked (it stalls, or the arm safety check overrides it: the resting
+        arm would touch a wall or furniture) stops there and faces the point if it is already within reach.
         """
         if self._approach == "start":
             near_stand = stand is not None and float(np.linalg.norm(np.asarray(stand) - sim.base_xy)) < \
@@ -182,6 +191,7 @@ class Oracle:
                     self._approach = "drive"
                 elif self.follower.set_goal(sim, stand):
                     self._approach = "final"
+                    self._final_unsafe = self._unsafe_steps
         if self._approach == "drive":
             if not self.follower.arrived(sim):
                 return self.follower.act(sim), False
@@ -193,8 +203,11 @@ class Oracle:
                 return action, False
             self.follower.set_goal(sim, self._stand)
             self._approach = "final"
+            self._final_unsafe = self._unsafe_steps
         if self._approach == "final":
-            if not self.follower.arrived(sim):
+            settle = (settle_in_reach and (self._unsafe_steps > self._final_unsafe or bool(sim.base_collided))
+                      and self._in_reach(sim, point, zone))
+            if not self.follower.arrived(sim) and not settle:
                 return self.follower.act(sim), False
             self._approach = "face"
         return self.follower.face_point(sim, point)

@@ -1,11 +1,17 @@
 """Place oracle: drive within reach of the goal, lower the held object onto it, release, rest.
 
-Phases: `approach` (base to a standing point near the goal, facing it) -> `raise` (ee straight up
-to the carrying height) -> `above` (IK so the held object hangs above the goal) -> `lower` (until the object is within the release height of the
-goal; released only well inside the task's goal radius, else a new approach) -> `release` (suction
-off for a few steps) -> `retreat` (ee straight up) -> `rest`
-(joint-space return; done when the ee is within the rest tolerance). The offset between ee and
-object is measured every step, so however the object was grasped it is the object that is placed.
+Phases: `approach` (base to a standing point near the goal, facing it, the object carried a little
+above the rest pose) -> `raise` (ee straight up to the carrying height) -> `above` (IK so the held
+object hangs above the goal) -> `lower` (until the object is within the release height of the goal;
+released only well inside the task's goal radius, else a new approach) -> `release` (suction off for
+a few steps) -> `retreat` (ee straight up) -> `rest` (joint-space return; done when the ee is within
+the rest tolerance). The offset between ee and object is measured every step, so however the object
+was grasped it is the object that is placed.
+
+A goal on a fridge shelf is reached through the door opening (`skills.oracles.container`): the base
+stands straight in front, the cup (pointing down) goes to an `entry` point in front of the opening at
+a height where the wrist clears the board above, the base drives in (`drive_in`), the arm reaches in
+horizontally, and after the release the base backs out (`drive_out`) before the arm returns to rest.
 """
 
 from __future__ import annotations
@@ -15,6 +21,17 @@ import numpy as np
 from rearrange.sensors import SensorTarget
 from rearrange.tasks.skill_tasks import load_skill_config
 from skills.oracles.base import GRASP, RELEASE, Oracle, full_action
+from skills.oracles.base_follow import rest_arm_clear
+from skills.oracles.container import (
+    DOWN,
+    drive_in,
+    drive_out,
+    entry_point,
+    inside_height,
+    opening_of,
+    stand_in_front,
+)
+from skills.oracles.held import carry_point, held_rest_clear
 
 
 class PlaceOracle(Oracle):
@@ -31,27 +48,64 @@ class PlaceOracle(Oracle):
             raise ValueError("place oracle needs a goal position")
         self.obj = target.object if target.object is not None else sim.grasped
         self.goal = np.asarray(target.goal_pos, dtype=np.float64)
+        self.opening = opening_of(sim, self.goal, self.cfg["shelf"]["front_gap"])
         self.goto("approach" if sim.grasped == self.obj else "rest")
 
     def _ee_goal(self, sim, height: float) -> np.ndarray:
-        """ee position that puts the held object `height` above the goal."""
+        """ee position that puts the held object `height` above the goal (inside a container no
+        higher than the wrist allows, though never lower than the release height)."""
         offset = np.asarray(sim.ee_pos) - np.asarray(sim.object_pos(self.obj))
-        return self.goal + offset + np.array([0.0, 0.0, height])
+        goal = self.goal + offset + np.array([0.0, 0.0, height])
+        if self.opening is not None:
+            s = self.cfg["shelf"]
+            low = self.goal[2] + offset[2] + self.cfg["place"]["release_height"]
+            goal[2] = max(inside_height(self.opening, goal[2], s["arm_above_cup"], s["ceiling_margin"]), low)
+        return goal
+
+    def _ceiling_cap(self, z: float) -> float:
+        if self.opening is None:
+            return z
+        s = self.cfg["shelf"]
+        return inside_height(self.opening, z, s["arm_above_cup"], s["ceiling_margin"])
 
     def _step(self, sim) -> np.ndarray:
         c = self.cfg["place"]
+        s = self.cfg["shelf"]
         zone = self.cfg["zone"]
         held = sim.grasped == self.obj
+        axis = None if self.opening is None else DOWN
 
-        if self.phase in ("approach", "above", "lower") and not held:
+        if self.phase in ("approach", "entry", "drive_in", "above", "lower") and not held:
             self.goto("retreat")  # dropped (or never held): nothing left to place
             self.retreat_from = np.asarray(sim.ee_pos, dtype=np.float64).copy()
 
         if self.phase == "approach":
-            base, ready = self.approach(sim, self.goal, zone)
+            safety = self.cfg["arm_safety"]
+            if self.opening is not None:
+                stand = stand_in_front(self.opening, self.goal, s["stand_dist"])
+                base, ready = self.approach(sim, self.goal, zone, stand=stand, force_stand=True)
+            else:
+                valid = rest_arm_clear(sim, self.goal, safety["arm_points"], safety["height"], safety["margin"])
+                valid = held_rest_clear(sim, self.obj, self.goal, safety["margin"], valid, c["carry_lift"])
+                base, ready = self.approach(sim, self.goal, zone, valid=valid, settle_in_reach=True)
             if ready:
-                self.goto("raise")
-            return full_action(arm=self.ik.action_to_rest(sim), grip=GRASP, base=base)
+                self.goto("raise" if self.opening is None else "entry")
+            # carried a little above the rest pose, so the object clears counters and shelf tops
+            return full_action(arm=self.ik.action_towards(sim, carry_point(sim, c["carry_lift"])), grip=GRASP,
+                               base=base)
+
+        if self.phase == "entry":
+            # the cup, pointing down, in front of the opening at the height it works at inside
+            goal = entry_point(self.opening, self.goal, self._ee_goal(sim, c["above"])[2], s["entry_clearance"])
+            if self.ik.ee_error(sim, goal) < c["tolerance"] or self.phase_steps >= c["above_steps"]:
+                self.goto("drive_in")
+            return full_action(arm=self.ik.action_towards(sim, goal, axis=DOWN), grip=GRASP)
+
+        if self.phase == "drive_in":
+            base, done = drive_in(sim, self.follower, self.opening, self.goal, s)
+            if done or self.phase_steps >= s["drive_steps"]:
+                self.goto("above")
+            return full_action(arm=np.zeros(7), grip=GRASP, base=base)
 
         if self.phase == "raise":
             # first up to the carrying height, so the held object clears the receptacle's edge
@@ -67,7 +121,7 @@ class PlaceOracle(Oracle):
                 self.goto("approach")
             elif self.ik.ee_error(sim, goal) < c["tolerance"] or self.phase_steps >= c["above_steps"]:
                 self.goto("lower")
-            return full_action(arm=self.ik.action_towards(sim, goal), grip=GRASP)
+            return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=GRASP)
 
         if self.phase == "lower":
             goal = self._ee_goal(sim, c["release_height"])
@@ -78,7 +132,7 @@ class PlaceOracle(Oracle):
                 self.goto("release")
             elif self.phase_steps >= c["lower_steps"]:
                 self.goto("approach")  # cannot get it there from here: stand somewhere else
-            return full_action(arm=self.ik.action_towards(sim, goal, c["lower_speed"]), grip=GRASP)
+            return full_action(arm=self.ik.action_towards(sim, goal, c["lower_speed"], axis=axis), grip=GRASP)
 
         if self.phase == "release":
             if not held and self.phase_steps >= c["release_steps"]:
@@ -88,9 +142,16 @@ class PlaceOracle(Oracle):
 
         if self.phase == "retreat":
             goal = self.retreat_from + np.array([0.0, 0.0, c["retreat"]])
+            goal[2] = max(self._ceiling_cap(goal[2]), self.retreat_from[2])
             if self.ik.ee_error(sim, goal) < c["tolerance"] or self.phase_steps >= c["retreat_steps"]:
+                self.goto("rest" if self.opening is None else "drive_out")
+            return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=RELEASE)
+
+        if self.phase == "drive_out":
+            base, done = drive_out(sim, self.opening, self.goal, s)
+            if done or self.phase_steps >= s["drive_steps"]:
                 self.goto("rest")
-            return full_action(arm=self.ik.action_towards(sim, goal), grip=RELEASE)
+            return full_action(arm=np.zeros(7), grip=GRASP if held else RELEASE, base=base)
 
         # rest
         if self.ik.rest_error(sim) < c["rest_tolerance"]:

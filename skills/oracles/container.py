@@ -1,0 +1,102 @@
+"""Reaching into a container through its front opening (the fridge's shelves).
+
+An object on a fridge shelf has a board or the fridge top above it, so the arm cannot come down onto
+it from high up: the oracles bring the suction cup, pointing down, to an entry point in front of the
+opening at a height where the wrist stays under that ceiling, move the base straight in, reach in
+horizontally, and come out the same way. Drawers are open from above once pulled out and need none
+of this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+DOWN = np.array([0.0, 0.0, -1.0])
+
+
+@dataclass(frozen=True)
+class Opening:
+    """Where a point inside a front-opening container is reached from."""
+
+    outward: np.ndarray  # (2,) unit vector out of the opening
+    front: float  # m from the point to the container's front face, along `outward`
+    ceiling: float  # height (m) of the underside of the lowest solid above the point
+
+
+def _inside(box_center, half, yaw: float, xy: np.ndarray, pad: float) -> bool:
+    c, s = np.cos(yaw), np.sin(yaw)
+    d = xy - np.asarray(box_center[:2], dtype=np.float64)
+    lx, ly = c * d[0] + s * d[1], -s * d[0] + c * d[1]
+    return abs(lx) <= half[0] + pad and abs(ly) <= half[1] + pad
+
+
+def opening_of(sim, point: np.ndarray, front_gap: float) -> Opening | None:
+    """The opening through which the 3-D `point` (an object or a goal on a shelf) is reached, or None
+    when it lies in no hinged-door container. `front_gap` (m) is how far the container's front face lies
+    beyond the receptacle's front edge."""
+    p = np.asarray(point, dtype=np.float64)
+    layout = sim.layout
+    for rec in layout.receptacles.values():
+        if rec.container is None or layout.articulated[rec.container].joint_type != "hinge":
+            continue
+        if not (_inside(rec.center, rec.half_extent, rec.yaw, p[:2], 0.05)
+                and rec.center[2] - 0.05 <= p[2] <= rec.center[2] + 0.45):
+            continue
+        yaw = float(layout.articulated[rec.container].facing_yaw)
+        outward = -np.array([np.cos(yaw), np.sin(yaw)])
+        c, s = np.cos(rec.yaw), np.sin(rec.yaw)
+        local = np.array([c * outward[0] + s * outward[1], -s * outward[0] + c * outward[1]])
+        half = abs(local[0]) * rec.half_extent[0] + abs(local[1]) * rec.half_extent[1]
+        front = float(np.dot(np.asarray(rec.center[:2]) - p[:2], outward)) + half + front_gap
+        ceiling = np.inf
+        for box in layout.furniture:
+            bottom = float(box.center[2]) - float(box.half_size[2])
+            if bottom > p[2] + 0.02 and _inside(box.center, box.half_size, box.yaw, p[:2], 0.0):
+                ceiling = min(ceiling, bottom)
+        return Opening(outward, front, float(ceiling))
+    return None
+
+
+def inside_height(opening: Opening, wanted: float, arm_above_cup: float, margin: float) -> float:
+    """The ee height to work at inside: `wanted`, but low enough that the wrist above the downward
+    cup stays `margin` under the ceiling."""
+    return float(min(wanted, opening.ceiling - arm_above_cup - margin))
+
+
+def entry_point(opening: Opening, point: np.ndarray, z: float, clearance: float) -> np.ndarray:
+    """World point `clearance` in front of the opening, on the line out from `point`, at height `z`."""
+    xy = np.asarray(point, dtype=np.float64)[:2] + (opening.front + clearance) * opening.outward
+    return np.array([xy[0], xy[1], z])
+
+
+def stand_in_front(opening: Opening, point: np.ndarray, distance: float) -> np.ndarray:
+    """Base position straight in front of the opening, `distance` from the container's front face."""
+    return np.asarray(point, dtype=np.float64)[:2] + (opening.front + distance) * opening.outward
+
+
+def front_distance(sim, opening: Opening, point: np.ndarray) -> float:
+    """How far (m) the base centre stands in front of the container's front face."""
+    d = np.asarray(sim.base_xy, dtype=np.float64) - np.asarray(point, dtype=np.float64)[:2]
+    return float(np.dot(d, opening.outward)) - opening.front
+
+
+def drive_in(sim, follower, opening: Opening, point: np.ndarray, cfg) -> tuple[np.ndarray, bool]:
+    """Base action driving straight toward the opening (turning to keep facing `point`) until `point`
+    is within `cfg["reach"]` of the base centre, the base disc comes within `cfg["base_margin"]` of
+    the front face, or the base is blocked. Returns (base action, finished)."""
+    dist = float(np.linalg.norm(np.asarray(point, dtype=np.float64)[:2] - sim.base_xy))
+    radius = float(sim.cfg["base"]["radius"])
+    if dist <= cfg["reach"] or front_distance(sim, opening, point) <= radius + cfg["base_margin"] or sim.base_collided:
+        return np.zeros(2), True
+    turn, _ = follower.face_point(sim, point)
+    return np.array([cfg["drive_speed"], turn[1]]), False
+
+
+def drive_out(sim, opening: Opening, point: np.ndarray, cfg) -> tuple[np.ndarray, bool]:
+    """Base action backing straight out until the base stands `cfg["stand_dist"]` in front of the
+    container again (the arm, still inside, comes out horizontally). Returns (base action, finished)."""
+    if front_distance(sim, opening, point) >= cfg["stand_dist"]:
+        return np.zeros(2), True
+    return np.array([-cfg["drive_speed"], 0.0]), False
