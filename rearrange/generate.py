@@ -31,6 +31,7 @@ from rearrange.episodes import (
     TargetSpec,
 )
 from rearrange.layout import ApartmentLayout, Articulated, Receptacle, generate_layout, layout_seeds
+from rearrange.navmap import LayoutWithObstacles, NavMap
 from rearrange.objects import BOWL_KINDS, FRUIT_KINDS, OBJECT_KINDS
 
 CONFIG_PATH = Path(__file__).resolve().parent.parent / "configs" / "episodes.yaml"
@@ -138,15 +139,29 @@ class _LayoutContext:
         self.cfg = cfg
         self.sim = RearrangeSim(layout, self.kinds, sim_cfg)
         self.navmap = self.sim.navmap
+        self._maps: dict[tuple, NavMap] = {}
         self.names = [f"obj_{i}" for i in range(len(self.kinds))]
 
     # --------------------------------------------------------------- checks
 
-    def reachable(self, pos: np.ndarray) -> bool:
+    def reachable(self, pos: np.ndarray, art_states: Mapping[str, float]) -> bool:
+        """A base point within reach of `pos`, with the open doors and drawers of `art_states` in the way
+        (a counter top above an open drawer is out of reach)."""
         r = self.cfg["reach"]
         if not (r["min_height"] <= pos[2] <= r["max_height"]):
             return False
-        return self.navmap.nearest_navigable(pos[:2], r["max_horizontal"]) is not None
+        return self.navmap_with(art_states).nearest_navigable(pos[:2], r["max_horizontal"]) is not None
+
+    def navmap_with(self, art_states: Mapping[str, float]) -> NavMap:
+        """The navigation map with the articulated parts at `art_states` as obstacles (cached)."""
+        key = tuple(sorted((k, round(float(v), 3)) for k, v in art_states.items()))
+        if key not in self._maps:
+            self.sim.reset_state({}, dict(art_states), self.sim.base_xy, 0.0)
+            extra = self.sim.moving_part_boxes()
+            self._maps[key] = self.navmap if not extra else NavMap(
+                LayoutWithObstacles(self.layout, extra), resolution=self.navmap.resolution,
+                robot_radius=self.navmap.robot_radius)
+        return self._maps[key]
 
     def surface_pose(self, rec: Receptacle, kind: str, art_states: Mapping[str, float],
                      rng: np.random.Generator, occupied: list[tuple[np.ndarray, float]]) -> np.ndarray | None:
@@ -381,10 +396,14 @@ def _plan(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> _Plan | N
             return None
         targets.append((f"obj_{t}", pick(open_surfaces, ctx.kinds[t], exclude=starts[t])))
     elif kind == "tidy_house":
-        art.update({name: _open_state(layout, name, cfg) for name in layout.articulated})
         for t in range(cfg["scenarios"]["tidy_house_targets"]):
             starts[t] = pick(everywhere, ctx.kinds[t])
             targets.append((f"obj_{t}", pick(everywhere, ctx.kinds[t], exclude=starts[t])))
+        # the fridge and the drawers the targets come from or go to start open; the other drawers stay
+        # shut (open ones stick out 0.45 m and keep the robot from reaching the counter top above them)
+        used = {layout.receptacles[r].container for r in [*starts, *(g for _, g in targets)] if r is not None}
+        art.update({name: _open_state(layout, name, cfg) for name in layout.articulated
+                    if name == "fridge" or name in used})
     elif kind == "prepare_groceries":
         art["fridge"] = _open_state(layout, "fridge", cfg)
         counter = [r for r in everywhere if r.kind == "counter"]
@@ -426,7 +445,7 @@ def _attempt(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> tuple 
         pos = ctx.surface_pose(rec, slot.kind, plan.art_states, rng, occupied.setdefault(rec.name, []))
         if pos is None:
             return None
-        if slot.name in target_names and not ctx.reachable(ctx.reach_pos(rec, pos, plan.art_states)):
+        if slot.name in target_names and not ctx.reachable(ctx.reach_pos(rec, pos, plan.art_states), plan.art_states):
             return None
         pos[2] += cfg["settle"]["drop_clearance"]
         occupied[rec.name].append((pos, OBJECT_KINDS[slot.kind].radius))
@@ -448,7 +467,7 @@ def _attempt(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> tuple 
             if pos is None:
                 return None
             far = np.linalg.norm(pos - settled[obj][0]) >= cfg["placement"]["goal_min_distance"]
-            if far and ctx.reachable(ctx.reach_pos(rec, pos, plan.art_states)):
+            if far and ctx.reachable(ctx.reach_pos(rec, pos, plan.art_states), plan.art_states):
                 goals.append(TargetSpec(obj, [float(v) for v in pos], rec.name))
                 break
         else:

@@ -53,6 +53,18 @@ def rasterize_inflated_boxes(boxes: Sequence[Any], origin: np.ndarray, resolutio
     return blocked
 
 
+class LayoutWithObstacles:
+    """A layout as `NavMap` sees it, plus extra obstacle boxes (open doors and drawers where they are)."""
+
+    def __init__(self, layout: Any, extra: Sequence[Any]) -> None:
+        self.bounds = layout.bounds
+        self.seed = getattr(layout, "seed", None)
+        self._obstacles = list(layout.obstacles_2d()) + list(extra)
+
+    def obstacles_2d(self) -> list:
+        return self._obstacles
+
+
 class NavMap:
     """Occupancy grid, largest navigable component, geodesic distances and paths for one layout."""
 

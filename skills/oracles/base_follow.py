@@ -50,25 +50,13 @@ def planning_map(sim, radius: float | None = None, extra: tuple | None = None):
     # the cache holds the layout itself, so its id cannot be reused by another layout meanwhile
     key = (id(sim.layout), radius, extra)
     if key not in _MAPS:
-        from rearrange.navmap import NavMap
+        from rearrange.navmap import LayoutWithObstacles, NavMap
 
         if len(_MAPS) >= _MAX_MAPS:
             _MAPS.pop(next(iter(_MAPS)))
-        layout = _LayoutPlus(sim.layout, extra) if extra else sim.layout
+        layout = LayoutWithObstacles(sim.layout, extra) if extra else sim.layout
         _MAPS[key] = (sim.layout, NavMap(layout, resolution=sim.navmap.resolution, robot_radius=radius))
     return _MAPS[key][1]
-
-
-class _LayoutPlus:
-    """A layout seen by `NavMap` with extra obstacle boxes (moving parts the static map ignores)."""
-
-    def __init__(self, layout, extra) -> None:
-        self.bounds = layout.bounds
-        self.seed = getattr(layout, "seed", None)
-        self._obstacles = list(layout.obstacles_2d()) + list(extra)
-
-    def obstacles_2d(self) -> list:
-        return self._obstacles
 
 
 @dataclass(frozen=True)
