@@ -104,6 +104,7 @@ class BaseFollower:
         self._progress = 0
         self._blocked = 0
         self._backoff = 0
+        self._turn_the_long_way = False
         self.extra_obstacles: tuple = ()  # boxes the sim's map does not know (e.g. an open door)
 
     def clear(self) -> None:
@@ -114,6 +115,7 @@ class BaseFollower:
         self._progress = 0
         self._blocked = 0
         self._backoff = 0
+        self._turn_the_long_way = False
 
     def set_goal(self, sim, goal_xy: np.ndarray) -> bool:
         """Plan a path from the current base position to `goal_xy`; False if unreachable."""
@@ -255,7 +257,20 @@ class BaseFollower:
         err = wrap_angle(yaw - float(sim.base_yaw))
         if abs(err) < self.gains.yaw_tolerance:
             return np.zeros(2), True
-        return np.array([0.0, turn_action(sim, err, self.gains.heading_gain)]), False
+        g = self.gains
+        if self._backoff > 0:  # the turn stalled (the arm swept into something): back up, then go on
+            self._backoff = 0 if sim.base_collided else self._backoff - 1
+            if self._backoff > 0:
+                return np.array([-1.0, 0.0]), False
+        self._blocked = self._blocked + 1 if sim.base_collided else 0
+        if self._blocked >= g.stuck_steps and g.backoff_steps > 0:
+            self._blocked = 0
+            self._backoff = g.backoff_steps
+            self._turn_the_long_way = not self._turn_the_long_way  # and try the other way round next
+            return np.array([-1.0, 0.0]), False
+        if self._turn_the_long_way:
+            err -= float(np.sign(err)) * 2.0 * np.pi
+        return np.array([0.0, turn_action(sim, err, g.heading_gain)]), False
 
     def face_point(self, sim, xy: np.ndarray) -> tuple[np.ndarray, bool]:
         """Turn in place to face the world point `xy`."""
