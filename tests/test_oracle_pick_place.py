@@ -104,3 +104,18 @@ def test_fridge_shelves_are_reached_through_the_opening(cfg):
         assert opening_of(sim, np.array([*drawer.center[:2], drawer.center[2] + 0.04]), s["front_gap"]) is None
     finally:
         sim.close()
+
+
+def test_tilted_cup_lowers_wrist_under_shelf_ceiling():
+    """Tilting the cup into the fridge points it inward and down, and lets the ee work higher under a
+    shelf's ceiling (the wrist sits lower), which is what makes the lower fridge shelf reachable."""
+    import numpy as np
+
+    from skills.oracles.container import Opening, inside_height, reach_axis
+
+    opening = Opening(outward=np.array([0.0, -1.0]), front=0.2, ceiling=0.93)
+    axis = reach_axis(opening, 40.0)
+    assert np.isclose(np.linalg.norm(axis), 1.0) and axis[1] > 0.5 and axis[2] < -0.7
+    flat = inside_height(opening, 2.0, 0.36, 0.03)
+    tilted = inside_height(opening, 2.0, 0.36, 0.03, 40.0)
+    assert np.isclose(flat, 0.54) and tilted > flat + 0.07

@@ -59,10 +59,19 @@ def opening_of(sim, point: np.ndarray, front_gap: float) -> Opening | None:
     return None
 
 
-def inside_height(opening: Opening, wanted: float, arm_above_cup: float, margin: float) -> float:
-    """The ee height to work at inside: `wanted`, but low enough that the wrist above the downward
-    cup stays `margin` under the ceiling."""
-    return float(min(wanted, opening.ceiling - arm_above_cup - margin))
+def reach_axis(opening: Opening, tilt_deg: float) -> np.ndarray:
+    """The direction the suction cup points while working inside: down, tilted `tilt_deg` into the
+    container (away from the robot), which brings the wrist lower and nearer the robot."""
+    t = np.deg2rad(float(tilt_deg))
+    inward = -np.asarray(opening.outward, dtype=np.float64)
+    return np.array([np.sin(t) * inward[0], np.sin(t) * inward[1], -np.cos(t)])
+
+
+def inside_height(opening: Opening, wanted: float, arm_above_cup: float, margin: float,
+                  tilt_deg: float = 0.0) -> float:
+    """The ee height to work at inside: `wanted`, but low enough that the wrist above the cup (pointing
+    down, tilted `tilt_deg` into the container) stays `margin` under the ceiling."""
+    return float(min(wanted, opening.ceiling - arm_above_cup * np.cos(np.deg2rad(float(tilt_deg))) - margin))
 
 
 def entry_point(opening: Opening, point: np.ndarray, z: float, clearance: float) -> np.ndarray:
@@ -100,3 +109,11 @@ def drive_out(sim, opening: Opening, point: np.ndarray, cfg) -> tuple[np.ndarray
     if front_distance(sim, opening, point) >= cfg["stand_dist"]:
         return np.zeros(2), True
     return np.array([-cfg["drive_speed"], 0.0]), False
+
+
+def rest_world(sim) -> np.ndarray:
+    """World position of the resting ee for the current base pose."""
+    rest = np.asarray(sim.resting_pos_base, dtype=np.float64)
+    c, s = np.cos(sim.base_yaw), np.sin(sim.base_yaw)
+    xy = np.asarray(sim.base_xy, dtype=np.float64) + np.array([c * rest[0] - s * rest[1], s * rest[0] + c * rest[1]])
+    return np.array([xy[0], xy[1], rest[2]])

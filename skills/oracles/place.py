@@ -29,6 +29,8 @@ from skills.oracles.container import (
     entry_point,
     inside_height,
     opening_of,
+    reach_axis,
+    rest_world,
     stand_in_front,
 )
 from skills.oracles.held import carry_point, held_rest_clear
@@ -59,21 +61,22 @@ class PlaceOracle(Oracle):
         if self.opening is not None:
             s = self.cfg["shelf"]
             low = self.goal[2] + offset[2] + self.cfg["place"]["release_height"]
-            goal[2] = max(inside_height(self.opening, goal[2], s["arm_above_cup"], s["ceiling_margin"]), low)
+            goal[2] = max(inside_height(self.opening, goal[2], s["arm_above_cup"], s["ceiling_margin"],
+                                        s["tilt_deg"]), low)
         return goal
 
     def _ceiling_cap(self, z: float) -> float:
         if self.opening is None:
             return z
         s = self.cfg["shelf"]
-        return inside_height(self.opening, z, s["arm_above_cup"], s["ceiling_margin"])
+        return inside_height(self.opening, z, s["arm_above_cup"], s["ceiling_margin"], s["tilt_deg"])
 
     def _step(self, sim) -> np.ndarray:
         c = self.cfg["place"]
         s = self.cfg["shelf"]
         zone = self.cfg["zone"]
         held = sim.grasped == self.obj
-        axis = None if self.opening is None else DOWN
+        axis = None if self.opening is None else reach_axis(self.opening, s["tilt_deg"])
 
         if self.phase in ("approach", "entry", "drive_in", "above", "lower") and not held:
             self.goto("retreat")  # dropped (or never held): nothing left to place
@@ -90,16 +93,22 @@ class PlaceOracle(Oracle):
                 base, ready = self.approach(sim, self.goal, zone, valid=valid, settle_in_reach=True)
             if ready:
                 self.goto("raise" if self.opening is None else "entry")
-            # carried a little above the rest pose, so the object clears counters and shelf tops
-            return full_action(arm=self.ik.action_towards(sim, carry_point(sim, c["carry_lift"])), grip=GRASP,
-                               base=base)
+            if self.opening is not None and self._approach in ("final", "face") and \
+                    float(np.linalg.norm(self._stand - sim.base_xy)) < s["entry_early"]:
+                # on the last straight bit in front of the opening: lower the cup to the entry already
+                goal = entry_point(self.opening, self.goal, self._ee_goal(sim, c["above"])[2], s["entry_clearance"])
+                return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=GRASP, base=base)
+            # carried a little above the rest pose, so the object clears counters and shelf tops (for a
+            # fridge shelf with the cup already tilted as it will work inside: turning the wrist is slow)
+            return full_action(arm=self.ik.action_towards(sim, carry_point(sim, c["carry_lift"]), axis=axis),
+                               grip=GRASP, base=base)
 
         if self.phase == "entry":
             # the cup, pointing down, in front of the opening at the height it works at inside
             goal = entry_point(self.opening, self.goal, self._ee_goal(sim, c["above"])[2], s["entry_clearance"])
-            if self.ik.ee_error(sim, goal) < c["tolerance"] or self.phase_steps >= c["above_steps"]:
+            if self.ik.ee_error(sim, goal) < c["tolerance"] or self.phase_steps >= s["entry_steps"]:
                 self.goto("drive_in")
-            return full_action(arm=self.ik.action_towards(sim, goal, axis=DOWN), grip=GRASP)
+            return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=GRASP)
 
         if self.phase == "drive_in":
             base, done = drive_in(sim, self.follower, self.opening, self.goal, s)
@@ -156,4 +165,9 @@ class PlaceOracle(Oracle):
         # rest
         if self.ik.rest_error(sim) < c["rest_tolerance"]:
             self.done = True
-        return full_action(arm=self.ik.action_to_rest(sim), grip=GRASP if held else RELEASE)
+        if self.opening is not None and self.ik.rest_error(sim) > s["rest_switch"]:
+            # out of the fridge, the arm is far from its rest joints: straight to the resting ee (fast)
+            arm = self.ik.action_towards(sim, rest_world(sim), axis=DOWN)
+        else:
+            arm = self.ik.action_to_rest(sim)
+        return full_action(arm=arm, grip=GRASP if held else RELEASE)
