@@ -111,9 +111,31 @@ def drive_out(sim, opening: Opening, point: np.ndarray, cfg) -> tuple[np.ndarray
     return np.array([-cfg["drive_speed"], 0.0]), False
 
 
+def base_to_world(sim, p_base: np.ndarray) -> np.ndarray:
+    """A base-frame point (x forward, y left, z up from the floor) in the world, for the current base pose."""
+    p = np.asarray(p_base, dtype=np.float64)
+    c, s = np.cos(sim.base_yaw), np.sin(sim.base_yaw)
+    xy = np.asarray(sim.base_xy, dtype=np.float64) + np.array([c * p[0] - s * p[1], s * p[0] + c * p[1]])
+    return np.array([xy[0], xy[1], p[2]])
+
+
 def rest_world(sim) -> np.ndarray:
     """World position of the resting ee for the current base pose."""
-    rest = np.asarray(sim.resting_pos_base, dtype=np.float64)
-    c, s = np.cos(sim.base_yaw), np.sin(sim.base_yaw)
-    xy = np.asarray(sim.base_xy, dtype=np.float64) + np.array([c * rest[0] - s * rest[1], s * rest[0] + c * rest[1]])
-    return np.array([xy[0], xy[1], rest[2]])
+    return base_to_world(sim, sim.resting_pos_base)
+
+
+def work_height(opening: Opening | None, wanted: float, cfg) -> float:
+    """`inside_height` with the `shelf` config (arm above the cup, ceiling margin, tilt); `wanted`
+    unchanged outside a container."""
+    if opening is None:
+        return float(wanted)
+    return inside_height(opening, wanted, cfg["arm_above_cup"], cfg["ceiling_margin"], cfg["tilt_deg"])
+
+
+def arm_to_rest(ik, sim, opening: Opening | None, cfg) -> np.ndarray:
+    """Arm action back to rest. Out of a container the arm is far from its rest joints: while the ee is
+    more than `cfg["rest_switch"]` from rest it goes straight toward the resting ee (fast, cup turning
+    down), then the joints go to rest."""
+    if opening is not None and ik.rest_error(sim) > cfg["rest_switch"]:
+        return ik.action_towards(sim, rest_world(sim), axis=DOWN)
+    return ik.action_to_rest(sim)

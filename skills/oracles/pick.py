@@ -7,6 +7,12 @@ Phases: `approach` (base to a standing point near the object, facing it, arm at 
 at rest would carry it, is over furniture it could hit on the way down) -> `rest` (joint-space
 return to the rest pose; done when the ee is within the rest tolerance). A descent that attaches
 nothing goes back to `above`; an object that leaves the work zone sends the oracle back to `approach`.
+
+An object on a fridge shelf is reached through the door opening (`skills.oracles.container`, as the
+place oracle does): the base stands straight in front (the cup, tilted into the fridge, already going
+down to the `entry` point on the last bit), the base drives in (`drive_in`) while the arm keeps the cup
+at the entry point relative to the base, the cup goes above the object and down onto it, lifts only as
+far as the board above allows, the base backs out (`drive_out`) and the arm goes straight to rest.
 """
 
 from __future__ import annotations
@@ -16,6 +22,17 @@ import numpy as np
 from rearrange.sensors import SensorTarget
 from skills.oracles.base import GRASP, RELEASE, Oracle, full_action
 from skills.oracles.base_follow import planning_map, predict_base_pose, rest_arm_clear
+from skills.oracles.container import (
+    base_to_world,
+    drive_in,
+    drive_out,
+    entry_point,
+    opening_of,
+    reach_axis,
+    rest_world,
+    stand_in_front,
+    work_height,
+)
 from skills.oracles.held import clear_of_tall_object, held_object_blocked
 
 
@@ -26,7 +43,98 @@ class PickOracle(Oracle):
         if target.object is None:
             raise ValueError("pick oracle needs a target object")
         self.obj = target.object
+        self.start_pos = np.asarray(sim.object_pos(self.obj), dtype=np.float64).copy()
+        self.opening = opening_of(sim, self.start_pos, self.cfg["shelf"]["front_gap"])
         self.goto("rest" if sim.grasped == self.obj else "approach")
+
+    def _above(self, obj: np.ndarray) -> np.ndarray:
+        """ee goal above the object before descending (inside a container, under its ceiling)."""
+        goal = obj + np.array([0.0, 0.0, self.cfg["pick"]["above"]])
+        goal[2] = max(work_height(self.opening, goal[2], self.cfg["shelf"]), obj[2])
+        return goal
+
+    def _entry(self, obj: np.ndarray) -> np.ndarray:
+        return entry_point(self.opening, obj, self._above(obj)[2], self.cfg["shelf"]["entry_clearance"])
+
+    def _cup_in_front(self, sim) -> float:
+        """How far (m) the suction cup is in front of the container's front face (< 0: inside)."""
+        d = np.asarray(sim.ee_pos, dtype=np.float64)[:2] - self.start_pos[:2]
+        return float(np.dot(d, self.opening.outward)) - self.opening.front
+
+    def _shelf_step(self, sim, obj: np.ndarray, held: bool) -> np.ndarray | None:
+        """The phases that differ for an object on a fridge shelf (None: the common phase code runs)."""
+        c = self.cfg["pick"]
+        s = self.cfg["shelf"]
+        axis = reach_axis(self.opening, s["tilt_deg"])
+        if self.phase == "approach":
+            stand = stand_in_front(self.opening, self.start_pos, s["stand_dist"])
+            base, ready = self.approach(sim, obj, self.cfg["zone"], stand=stand, force_stand=True)
+            if ready:
+                # the cup keeps this place relative to the base while the base drives in
+                self.entry_base = np.asarray(sim.to_base(self._entry(self.start_pos)), dtype=np.float64)
+                self.goto("drive_in")
+            if self._approach in ("final", "face") and \
+                    float(np.linalg.norm(self._stand - sim.base_xy)) < s["entry_early"]:
+                # on the last straight bit in front of the opening: lower the cup to the entry already
+                return full_action(arm=self.ik.action_towards(sim, self._entry(self.start_pos), axis=axis),
+                                   grip=RELEASE, base=base)
+            # the cup tilted as it will work inside from the start: turning the wrist is slow
+            return full_action(arm=self.ik.action_towards(sim, rest_world(sim), axis=axis), grip=RELEASE, base=base)
+
+        if self.phase == "drive_in":
+            # the cup goes down to the entry point (relative to the base) while the base drives in; the
+            # base waits while the cup, still too high for the wrist to pass under the ceiling, would
+            # cross the front face
+            goal = base_to_world(sim, self.entry_base)
+            base, done = drive_in(sim, self.follower, self.opening, self.start_pos, s)
+            high = float(sim.ee_pos[2]) > work_height(self.opening, np.inf, s)
+            if high and self._cup_in_front(sim) < s["cross_margin"]:
+                base, done = np.zeros(2), False
+            if done or self.phase_steps >= s["drive_steps"] + s["entry_steps"]:
+                self.goto("above")
+            return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=RELEASE, base=base)
+
+        if self.phase == "above":
+            # over the object (the cup is at the working height already): down as soon as it is over it
+            goal = self._above(obj)
+            if float(np.linalg.norm(goal[:2] - sim.ee_pos[:2])) < c["tolerance"] or \
+                    self.phase_steps >= c["above_steps"]:
+                self.goto("descend")
+            return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=RELEASE)
+
+        if self.phase == "descend":
+            goal = obj + np.array([0.0, 0.0, -c["press"]])
+            if self.phase_steps >= c["descend_steps"]:
+                self.goto("above")
+            return full_action(arm=self.ik.action_towards(sim, goal, c["descend_speed"], axis=axis), grip=GRASP)
+
+        if self.phase == "lift":
+            # only a little (off the shelf), under the ceiling; the rest of the way up happens backing out
+            goal = self.lift_from + np.array([0.0, 0.0, s["pick_lift"]])
+            goal[2] = max(work_height(self.opening, goal[2], s), self.lift_from[2])
+            if self.ik.ee_error(sim, goal) < c["tolerance"] or self.phase_steps >= c["lift_steps"]:
+                self.goto("drive_out")
+            return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=GRASP)
+
+        if self.phase == "drive_out":
+            # backing out, the arm already heads for rest, kept under the ceiling until the cup is out
+            base, done = drive_out(sim, self.opening, self.start_pos, s)
+            goal = rest_world(sim)
+            if self._cup_in_front(sim) < s["cross_margin"]:
+                goal[2] = max(work_height(self.opening, goal[2], s), self.lift_from[2])
+            if done or self.phase_steps >= s["drive_steps"]:
+                self.goto("rest")
+            return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=GRASP if held else RELEASE,
+                               base=base)
+
+        if self.phase == "rest":
+            if self.ik.rest_error(sim) < c["rest_tolerance"]:
+                self.done = True
+            # out of the fridge: straight to the resting ee, the cup free to stay tilted (turning it back
+            # takes the roll joints ~60 steps, and the task only counts where the ee is)
+            return full_action(arm=self.ik.action_towards(sim, rest_world(sim)),
+                               grip=GRASP if held else RELEASE)
+        return None
 
     def _step(self, sim) -> np.ndarray:
         c = self.cfg["pick"]
@@ -39,7 +147,11 @@ class PickOracle(Oracle):
         if sim.grasped is not None and not held:
             # touched the wrong thing: let go and try again from above
             self.goto("above")
-            return full_action(arm=self.ik.action_towards(sim, obj + [0, 0, c["above"]]), grip=RELEASE)
+            return full_action(arm=self.ik.action_towards(sim, self._above(obj)), grip=RELEASE)
+        if self.opening is not None:
+            action = self._shelf_step(sim, obj, held)
+            if action is not None:
+                return action
 
         if self.phase == "approach":
             safety = self.cfg["arm_safety"]

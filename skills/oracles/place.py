@@ -23,15 +23,14 @@ from rearrange.tasks.skill_tasks import load_skill_config
 from skills.oracles.base import GRASP, RELEASE, Oracle, full_action
 from skills.oracles.base_follow import rest_arm_clear
 from skills.oracles.container import (
-    DOWN,
+    arm_to_rest,
     drive_in,
     drive_out,
     entry_point,
-    inside_height,
     opening_of,
     reach_axis,
-    rest_world,
     stand_in_front,
+    work_height,
 )
 from skills.oracles.held import carry_point, held_rest_clear
 
@@ -61,15 +60,11 @@ class PlaceOracle(Oracle):
         if self.opening is not None:
             s = self.cfg["shelf"]
             low = self.goal[2] + offset[2] + self.cfg["place"]["release_height"]
-            goal[2] = max(inside_height(self.opening, goal[2], s["arm_above_cup"], s["ceiling_margin"],
-                                        s["tilt_deg"]), low)
+            goal[2] = max(work_height(self.opening, goal[2], s), low)
         return goal
 
     def _ceiling_cap(self, z: float) -> float:
-        if self.opening is None:
-            return z
-        s = self.cfg["shelf"]
-        return inside_height(self.opening, z, s["arm_above_cup"], s["ceiling_margin"], s["tilt_deg"])
+        return work_height(self.opening, z, self.cfg["shelf"])
 
     def _step(self, sim) -> np.ndarray:
         c = self.cfg["place"]
@@ -165,9 +160,4 @@ class PlaceOracle(Oracle):
         # rest
         if self.ik.rest_error(sim) < c["rest_tolerance"]:
             self.done = True
-        if self.opening is not None and self.ik.rest_error(sim) > s["rest_switch"]:
-            # out of the fridge, the arm is far from its rest joints: straight to the resting ee (fast)
-            arm = self.ik.action_towards(sim, rest_world(sim), axis=DOWN)
-        else:
-            arm = self.ik.action_to_rest(sim)
-        return full_action(arm=arm, grip=GRASP if held else RELEASE)
+        return full_action(arm=arm_to_rest(self.ik, sim, self.opening, s), grip=GRASP if held else RELEASE)
