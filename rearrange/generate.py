@@ -326,9 +326,9 @@ def _kinds_for_layout(kind: str, rng: np.random.Generator, cfg: Mapping[str, Any
         fridge = next(r for r in layout.receptacles.values() if r.kind == "fridge")
         fitting = [k for k in all_kinds if _fits(fridge, k, cfg)]
         head = [str(k) for k in rng.choice(fitting, cfg["scenarios"]["prepare_groceries_targets"])]
-    elif kind in ("open_cab", "close_cab"):
-        drawer = next(r for r in layout.receptacles.values() if r.kind == "drawer")
-        head = [str(rng.choice([k for k in all_kinds if _fits(drawer, k, cfg)]))]
+    elif kind in ("open_cab", "close_cab", "open_fridge", "close_fridge"):  # the target waits inside
+        inside = next(r for r in layout.receptacles.values() if r.kind == ("drawer" if "cab" in kind else "fridge"))
+        head = [str(rng.choice([k for k in all_kinds if _fits(inside, k, cfg)]))]
     else:
         head = [str(rng.choice(all_kinds))]
     return head + [str(k) for k in rng.choice(all_kinds, n_distractors)]
@@ -384,6 +384,8 @@ def _plan(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> _Plan | N
                 f = rng.uniform(*cfg["articulated"]["close_drawer_start"])
                 art[dname] = float(np.clip(lo + f * (hi - lo), lo, hi))
         elif kind in ("open_fridge", "close_fridge"):
+            eligible = [i for i in range(n) if any(_fits(r, ctx.kinds[i], cfg) for r in fridge_shelves)]
+            t = eligible[int(rng.integers(len(eligible)))]
             starts[t] = pick(fridge_shelves, ctx.kinds[t])
             a = layout.articulated["fridge"]
             info.update(articulated="fridge", handle=a.handle)

@@ -256,6 +256,49 @@ def test_skill_spawn_rules(generated):
             assert layout.receptacles[ep.object_spec(ep.targets[0].object).receptacle].container == art.name
 
 
+def _distance_to_door_sweep(art, q: float, xy) -> float:
+    """Horizontal distance from `xy` to the area a hinged door covers while it closes from q to 0
+    (the door as a segment from the hinge to its far edge, at 2-degree steps)."""
+    hinge = np.asarray(art.joint_pos[:2], dtype=np.float64)
+    width = max(float(np.linalg.norm(c - hinge)) for p in art.parts for c in p.corners_2d())
+    rel = np.asarray(xy, dtype=np.float64) - hinge
+    dist = np.inf
+    for angle in np.linspace(0.0, q, int(np.ceil(q / np.deg2rad(2.0))) + 1):
+        along, _ = door_frame(art, float(angle))
+        t = float(np.clip(rel @ along, 0.0, width))
+        dist = min(dist, float(np.linalg.norm(rel - t * along)))
+    return dist
+
+
+def test_close_fridge_spawns_clear_of_the_door_sweep():
+    """Every close_fridge start has the base disc outside the door's closing sweep, facing the door's
+    outer face, and collision-free in the sim (open door included). Train seed 21 reaches layout 119,
+    where the fridge target once never fit a shelf and generation failed."""
+
+    cfg = load_generator_config()
+    episodes = generate_episodes("close_fridge", "train", 69, seed=21) + generate_episodes("close_fridge", "val", 16,
+                                                                                           seed=3)
+    assert len(episodes) == 85 and 119 in {ep.layout_seed for ep in episodes}
+    for ep in episodes:
+        layout = generate_layout(ep.layout_seed)
+        art = layout.articulated["fridge"]
+        q = ep.art_states["fridge"]
+        assert layout.receptacles[ep.object_spec(ep.targets[0].object).receptacle].kind == "fridge"
+        xy = ep.robot_start["xy"]
+        assert _distance_to_door_sweep(art, q, xy) > 0.3 + 0.2, ep.episode_id  # base radius 0.3
+        _, outward = door_frame(art, q)
+        heading = np.array([np.cos(ep.robot_start["yaw"]), np.sin(ep.robot_start["yaw"])])
+        assert heading @ -outward > np.cos(0.5), ep.episode_id
+    for ep in episodes[::10]:  # the sim check is slower: every 10th
+        sim = _sim_for(ep)
+        assert sim.base_is_free(ep.robot_start["xy"])
+        for _ in range(10):
+            sim.step(np.zeros(7), None, np.zeros(2))
+            assert sim.robot_contact_force <= cfg["spawn"]["max_contact_force"], ep.episode_id
+            assert not sim.base_collided
+        sim.close()
+
+
 def test_scenario_contents(generated):
 
     for ep in generated["tidy_house"]:

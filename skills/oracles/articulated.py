@@ -10,7 +10,10 @@ back, return the arm to rest, call stop.
 Close (suction is disabled in the close tasks): stand clear of the part's remaining sweep (the open
 door is an extra obstacle for path planning), put the cup against the handle's front (drawer) or the
 door's outer face and push it along the closing direction, repositioning the base whenever the push
-point leaves the arm's work zone, until the joint is closed; pull the ee back, rest, stop.
+point leaves the arm's work zone, until the joint is closed; pull the ee back, rest, stop. The door is
+pushed by the base with the arm held still, following the door's arc (slower near the frame, backing
+off when the base disc meets the door), and a door still swinging after a push is followed, not
+re-planned for; a joint at rest needs only a smaller margin inside the task's threshold.
 
 Desired joint states and thresholds are read from the skill's own config (`configs/skill/*.yaml`),
 so the oracle aims at exactly what the task measures.
@@ -130,12 +133,18 @@ class ArticulatedOracle(Oracle):
         self.desired = float(np.clip(self.desired_state, lo, hi))
         self.retreat_from: np.ndarray | None = None
         self._pull_dist: float | None = None
+        self._q_last = self.q(sim)
+        self.dq = 0.0  # joint change over the last policy step
+        self._still_steps = 0  # policy steps the joint has not moved
         if self.geo.hinge and not self.opening:
             # the sim's map does not know the open door: plan around it
             self.follower.extra_obstacles = (self.geo.door_box(self.q(sim)),)
         self.goto("clear" if self.geo.hinge and self.grasps and not self.opening else "approach")
 
     def act(self, sim) -> np.ndarray:
+        q = self.q(sim)
+        self.dq, self._q_last = q - self._q_last, q
+        self._still_steps = self._still_steps + 1 if abs(self.dq) < self.cfg["articulated"]["still_dq"] else 0
         action = super().act(sim)
         if self.geo.hinge and not self.opening and self.phase != "push":  # pushing moves into the sweep
             base = action[ACTION_SLICES["base"]].copy()
@@ -182,7 +191,10 @@ class ArticulatedOracle(Oracle):
         margin = (a["state_margin"] if self.opening else a["close_state_margin"]) * self.success_threshold
         if self.opening:
             return self.desired - self.q(sim) < self.success_threshold - margin
-        return abs(self.q(sim) - self.desired) < self.success_threshold - margin
+        error = abs(self.q(sim) - self.desired)
+        if self._still_steps >= a["still_steps"]:  # at rest: no rebound to allow for
+            margin = a["state_margin_at_rest"] * self.success_threshold
+        return error < self.success_threshold - margin
 
     def valid_stand(self, sim):
         """Standing-point filter when closing a door: clear of the door's remaining sweep."""
@@ -297,10 +309,14 @@ class ArticulatedOracle(Oracle):
         facing = float(np.arctan2(-normal[1], -normal[0]))
         err = wrap_angle(facing + float(np.clip(lateral, -0.3, 0.3)) - yaw)
         lin_step, ang_step = self.follower_steps(sim)
-        forward = float(np.clip(along / lin_step, -1.0, self.c["push_max_forward"]))
-        # turn gently (the arm tip sweeps sideways across the door); not at all while stalled
-        turn = 0.0 if sim.base_collided else float(np.clip(self.cfg["articulated"]["track_gain"] * err / ang_step,
-                                                             -0.5, 0.5))
+        # slower as the door nears its frame (it rebounds off it)
+        limit = self.c["push_max_forward"] * float(np.clip(abs(q - self.desired) / self.c["push_slow_q"],
+                                                           self.c["push_slow_min"], 1.0))
+        forward = float(np.clip(along / lin_step, -1.0, limit))
+        if sim.base_collided:  # the base disc ran into the door: back off (then turn square to it)
+            return np.array([-self.c["push_back_off"], 0.0])
+        # turn gently (the arm tip sweeps sideways across the door)
+        turn = float(np.clip(self.cfg["articulated"]["track_gain"] * err / ang_step, -0.5, 0.5))
         return np.array([forward, turn])
 
     def _clear_turn(self, sim) -> float:
@@ -388,7 +404,9 @@ class ArticulatedOracle(Oracle):
                 self.goto("retreat")
             else:
                 point = self.work_point(sim)
-                if not self.in_work_zone(sim, point, zone) and self.phase_steps > 0:
+                # a door swinging on after a push: keep following it rather than re-plan
+                coasting = self.geo.hinge and abs(self.dq) >= self.cfg["articulated"]["still_dq"]
+                if not self.in_work_zone(sim, point, zone) and self.phase_steps > 0 and not coasting:
                     self.goto("approach")
                     return full_action(arm=self.ik.action_towards(sim, point + out * a["pre_distance"],
                                                                         axis=self.tool_axis(out)))
