@@ -155,3 +155,93 @@ def test_pick_from_a_fridge_shelf_through_the_opening(cfg):
         assert {"drive_in", "descend", "drive_out"} <= set(phases)
     finally:
         sim.close()
+
+
+def _drawer_scene(kind: str, grasped: bool, arm_low: bool):
+    """Val layout 0 with drawer_0 pulled fully out (0.45 m) and the robot 0.9 m in front of it facing
+    it; `obj_0` (of `kind`) either in the drawer or held. `arm_low`: the arm starts stretched out low,
+    as a fridge-shelf pick leaves it. Returns (sim, goal point in the drawer)."""
+    from rearrange.objects import OBJECT_KINDS
+
+    layout = generate_layout(layout_seeds("val")[0])
+    sim = RearrangeSim(layout, [kind])
+    rec = layout.receptacles["drawer_0"]
+    drawer = layout.articulated["drawer_0"]
+    opened = float(drawer.joint_range[1])
+    inward = np.array([np.cos(drawer.facing_yaw), np.sin(drawer.facing_yaw)])
+    goal = np.array([rec.center[0], rec.center[1], rec.center[2] + OBJECT_KINDS[kind].rest_height + 0.002])
+    goal[:2] -= opened * inward  # the receptacle moves out with the drawer
+    start = goal[:2] - 0.9 * inward
+    arm = np.array([-0.2, 0.6, 1.4, 1.2, -0.4, 1.4, 0.27]) if arm_low else None
+    if grasped:
+        sim.reset_state({"obj_0": (goal + [0, 0, 0.5], (1, 0, 0, 0))}, {"drawer_0": opened}, start,
+                        float(drawer.facing_yaw), arm_qpos=arm, grasped="obj_0")
+    else:
+        sim.reset_state({"obj_0": (goal, (1, 0, 0, 0))}, {"drawer_0": opened}, start, float(drawer.facing_yaw),
+                        arm_qpos=arm)
+    for _ in range(3):
+        sim.step(np.zeros(7), None, np.zeros(2))
+    return sim, goal
+
+
+@pytest.mark.parametrize("arm_low", [False, True])
+def test_place_into_an_open_drawer_keeps_it_open(cfg, arm_low):
+    """The held object goes over the drawer's front (0.86 m high), then down: carried in a straight
+    line it pushed the drawer shut (0.45 -> 0.17 m) and dropped the object on the floor in front."""
+    from rearrange.sensors import SensorTarget
+
+    sim, goal = _drawer_scene("apple", grasped=True, arm_low=arm_low)
+    try:
+        oracle = make_oracle("place", cfg)
+        oracle.start(sim, SensorTarget(object="obj_0", goal_pos=goal))
+        lowest = np.inf
+        for _ in range(400):
+            a = oracle.act(sim)
+            sim.step(a[0:7], float(a[7]), a[8:10])
+            lowest = min(lowest, sim.art_q("drawer_0"))
+            if oracle.done:
+                break
+        assert sim.grasped is None and oracle.done
+        assert lowest > 0.4, f"drawer pushed in to {lowest:.2f} m"
+        assert np.linalg.norm(sim.object_pos("obj_0") - goal) < 0.15
+    finally:
+        sim.close()
+
+
+def test_pick_lifts_the_object_over_the_drawer_front_before_backing_away(cfg):
+    """After the grasp the object rises over the open drawer's front (0.86 m) before the base backs
+    off: lifted only 0.15 m it hung below the front and dragged the drawer, and the gripper with it."""
+    from rearrange.objects import OBJECT_KINDS
+    from rearrange.sensors import SensorTarget
+
+    sim, _ = _drawer_scene("apple", grasped=False, arm_low=False)
+    try:
+        oracle = make_oracle("pick", cfg)
+        oracle.start(sim, SensorTarget(object="obj_0"))
+        bottom_when_backing = None
+        for _ in range(400):
+            a = oracle.act(sim)
+            if oracle.phase in ("back", "rest") and bottom_when_backing is None and sim.grasped == "obj_0":
+                bottom_when_backing = float(sim.object_pos("obj_0")[2]) - OBJECT_KINDS["apple"].rest_height
+            sim.step(a[0:7], float(a[7]), a[8:10])
+            if oracle.done:
+                break
+        assert sim.grasped == "obj_0" and oracle.done
+        assert bottom_when_backing is not None and bottom_when_backing > 0.86
+    finally:
+        sim.close()
+
+
+def test_rim_top_sees_an_open_drawer_front_only_on_the_way(cfg):
+    from skills.oracles.container import rim_top
+
+    sim, goal = _drawer_scene("apple", grasped=False, arm_low=False)
+    try:
+        front_top = 0.86
+        outside = goal[:2] + np.array([0.0, -0.8])
+        assert abs(rim_top(sim, outside, goal[:2], 0.03, 1.2) - front_top) < 0.02
+        assert rim_top(sim, outside, outside + np.array([0.0, -0.3]), 0.03, 1.2) == -np.inf
+        sim.set_art_q("drawer_0", 0.0)
+        assert rim_top(sim, outside, goal[:2], 0.03, 1.2) == -np.inf  # a closed drawer is furniture
+    finally:
+        sim.close()

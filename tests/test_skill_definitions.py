@@ -68,7 +68,7 @@ def test_definition_matches_training_task():
         assert skill.obs_keys == task.obs_keys and skill.action_subsets == task.action_subsets
         assert skill.train_max_steps == task.max_steps
     assert [get_skill(n).train_max_steps for n in SKILL_NAMES] == [300, 300, 400, 200, 200, 200, 200]
-    assert get_skill("nav").timeout == 300 and get_skill("pick").timeout == 200
+    assert get_skill("nav").timeout == 300 and get_skill("pick").timeout == get_skill("place").timeout == 300
 
 
 def test_pick_predicate():

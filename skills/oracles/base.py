@@ -27,6 +27,7 @@ from skills.oracles.base_follow import (
     wall_between,
     wrap_angle,
 )
+from skills.oracles.held import held_bottom
 from skills.oracles.ik import ArmIK, IKGains
 
 GRASP = 1.0
@@ -98,13 +99,17 @@ class Oracle:
         """The full 11-dim action for this step.
 
         While the arm is near its rest pose (where it sticks out of the base disc), base motion that
-        would swing it into a wall or tall furniture is replaced by a safe alternative.
+        would swing it into a wall or tall furniture (for a held object: anything taller than the
+        object's bottom, such as an open drawer's front) is replaced by a safe alternative.
         """
         action = self._step(sim)
         base = action[ACTION_SLICES["base"]]
         safety = self.cfg["arm_safety"]
         if np.any(base != 0.0) and self.ik.rest_error(sim) < safety["near_rest"] and self.arm_safety_applies():
-            safe = arm_safe_base_action(sim, base, safety["arm_points"], safety["height"], safety["margin"])
+            height = float(safety["height"])
+            if sim.grasped in sim.object_names:  # a held object hangs lower than the arm: a drawer front counts
+                height = min(height, held_bottom(sim, sim.grasped))
+            safe = arm_safe_base_action(sim, base, safety["arm_points"], height, safety["margin"])
             if safe is None or not np.array_equal(safe, base):
                 # overridden too often in this phase (no safe way on): creep on with the intended
                 # motion, slow contact is gentle

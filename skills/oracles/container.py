@@ -4,7 +4,9 @@ An object on a fridge shelf has a board or the fridge top above it, so the arm c
 it from high up: the oracles bring the suction cup, pointing down, to an entry point in front of the
 opening at a height where the wrist stays under that ceiling, move the base straight in, reach in
 horizontally, and come out the same way. Drawers are open from above once pulled out and need none
-of this.
+of this, but the arm must cross a drawer's front and sides above them (`rim_top`): a cup or a held
+object moving low toward a goal inside pushes the drawer shut, and one moving low out of it drags the
+drawer against its stop.
 """
 
 from __future__ import annotations
@@ -57,6 +59,40 @@ def opening_of(sim, point: np.ndarray, front_gap: float) -> Opening | None:
                 ceiling = min(ceiling, bottom)
         return Opening(outward, front, float(ceiling))
     return None
+
+
+def rim_top(sim, start_xy: np.ndarray, end_xy: np.ndarray, pad: float, max_top: float) -> float:
+    """Height of the top of the highest open-container part (a drawer's front, sides, back) whose floor
+    plan comes within `pad` of the straight horizontal line from `start_xy` to `end_xy`; -inf if none.
+    Parts taller than `max_top` (an open fridge door) are gone around, never over, and do not count."""
+    a = np.asarray(start_xy, dtype=np.float64)[:2]
+    b = np.asarray(end_xy, dtype=np.float64)[:2]
+    n = max(2, int(np.ceil(float(np.linalg.norm(b - a)) / 0.02)) + 1)
+    line = a + np.linspace(0.0, 1.0, n)[:, None] * (b - a)
+    top = -np.inf
+    for box in sim.moving_part_boxes():
+        box_top = float(box.center[2]) + float(box.half_size[2])
+        if top < box_top <= max_top and any(_inside(box.center, box.half_size, box.yaw, p, pad) for p in line):
+            top = box_top
+    return top
+
+
+def over_rims(sim, ee_goal: np.ndarray, hang: float, pad: float, cfg, near: float) -> np.ndarray:
+    """`ee_goal`, raised while the ee is more than `near` from it horizontally so that the cup and what
+    hangs `hang` below it (within `pad` of the cup's axis) pass `cfg["margin"]` over the rims of the
+    open drawers in between; once over it, the arm goes straight down (`cfg`: the oracle's `rim`)."""
+    goal = np.array(ee_goal, dtype=np.float64)
+    ee = np.asarray(sim.ee_pos, dtype=np.float64)
+    if float(np.linalg.norm(goal[:2] - ee[:2])) > near:
+        goal[2] = max(goal[2], rim_top(sim, ee[:2], goal[:2], pad, cfg["max_top"]) + hang + cfg["margin"])
+    return goal
+
+
+def rim_exit_height(sim, hang: float, pad: float, cfg) -> float:
+    """ee height at which the cup and what hangs `hang` below it clear the open drawers' rims between
+    the ee and its rest position (-inf if there are none): the arm rises to it before heading home."""
+    ee = np.asarray(sim.ee_pos, dtype=np.float64)
+    return rim_top(sim, ee[:2], rest_world(sim)[:2], pad, cfg["max_top"]) + hang + cfg["margin"]
 
 
 def reach_axis(opening: Opening, tilt_deg: float) -> np.ndarray:

@@ -30,6 +30,17 @@ def held_extent(sim, name: str, lift: float = 0.0) -> tuple[float, float]:
     return bottom, kind.radius + float(np.linalg.norm(obj[:2] - ee[:2]))
 
 
+def held_bottom(sim, name: str) -> float:
+    """Height (m) of the held object's bottom where it is now (its radius if it lies on its side)."""
+    kind = _kind(sim, name)
+    return float(sim.object_pos(name)[2]) - max(kind.rest_height, kind.radius)
+
+
+def hang_depth(sim, name: str) -> float:
+    """How far (m) the held object's bottom hangs below the ee (its offset from the cup counts)."""
+    return float(sim.ee_pos[2]) - held_bottom(sim, name)
+
+
 def carry_point(sim, lift: float) -> np.ndarray:
     """World position `lift` straight above the resting ee (where an object is carried while driving)."""
     rest = np.asarray(sim.resting_pos_base, dtype=np.float64)

@@ -2,7 +2,8 @@
 
 Phases: `approach` (base to a standing point near the object, facing it, arm at rest) -> `raise`
 (ee straight up when the object is higher) -> `above` (IK the suction cup above the object) ->
-`descend` (move down onto it with suction on until the object attaches) -> `lift` (straight up) ->
+`descend` (move down onto it with suction on until the object attaches) -> `lift` (straight up; out
+of an open drawer, until the object hangs over the drawer's front: `container.rim_exit_height`) ->
 `back` (the base backs straight away while the held object, at its current place or where the arm
 at rest would carry it, is over furniture it could hit on the way down) -> `rest` (joint-space
 return to the rest pose; done when the ee is within the rest tolerance). A descent that attaches
@@ -30,10 +31,11 @@ from skills.oracles.container import (
     opening_of,
     reach_axis,
     rest_world,
+    rim_exit_height,
     stand_in_front,
     work_height,
 )
-from skills.oracles.held import clear_of_tall_object, held_object_blocked
+from skills.oracles.held import clear_of_tall_object, hang_depth, held_extent, held_object_blocked
 
 
 class PickOracle(Oracle):
@@ -187,6 +189,9 @@ class PickOracle(Oracle):
 
         if self.phase == "lift":
             goal = self.lift_from + np.array([0.0, 0.0, c["lift"]])
+            # out of an open drawer: over its front before the base backs away
+            exit_z = rim_exit_height(sim, hang_depth(sim, self.obj), held_extent(sim, self.obj)[1], self.cfg["rim"])
+            goal[2] = max(goal[2], exit_z)
             if self.ik.ee_error(sim, goal) < c["tolerance"] or self.phase_steps >= c["lift_steps"]:
                 self.goto("back")
                 self.backed = 0.0

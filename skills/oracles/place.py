@@ -6,7 +6,10 @@ object hangs above the goal) -> `lower` (until the object is within the release 
 released only well inside the task's goal radius, else a new approach) -> `release` (suction off for
 a few steps) -> `retreat` (ee straight up) -> `rest` (joint-space return; done when the ee is within
 the rest tolerance). The offset between ee and object is measured every step, so however the object
-was grasped it is the object that is placed.
+was grasped it is the object that is placed. Into an open drawer, `raise` and `above` keep the held
+object over the drawer's front until it hangs over the goal (`container.over_rims`), and `retreat`
+takes the cup back up over the front; a straight line pushed the drawer shut and dropped the object
+on the floor.
 
 A goal on a fridge shelf is reached through the door opening (`skills.oracles.container`): the base
 stands straight in front, the cup (pointing down) goes to an `entry` point in front of the opening at
@@ -28,11 +31,13 @@ from skills.oracles.container import (
     drive_out,
     entry_point,
     opening_of,
+    over_rims,
     reach_axis,
+    rim_exit_height,
     stand_in_front,
     work_height,
 )
-from skills.oracles.held import carry_point, held_rest_clear
+from skills.oracles.held import carry_point, hang_depth, held_extent, held_rest_clear
 
 
 class PlaceOracle(Oracle):
@@ -62,6 +67,12 @@ class PlaceOracle(Oracle):
             low = self.goal[2] + offset[2] + self.cfg["place"]["release_height"]
             goal[2] = max(work_height(self.opening, goal[2], s), low)
         return goal
+
+    def _over_rims(self, sim, height: float) -> np.ndarray:
+        """`_ee_goal`, but while the held object is not yet over the goal it passes above the rims of
+        open drawers on the way (a low straight line pushes the drawer shut and the object misses it)."""
+        return over_rims(sim, self._ee_goal(sim, height), hang_depth(sim, self.obj), held_extent(sim, self.obj)[1],
+                         self.cfg["rim"], self.cfg["place"]["tolerance"])
 
     def _ceiling_cap(self, z: float) -> float:
         return work_height(self.opening, z, self.cfg["shelf"])
@@ -114,13 +125,13 @@ class PlaceOracle(Oracle):
         if self.phase == "raise":
             # first up to the carrying height, so the held object clears the receptacle's edge
             goal = np.asarray(sim.ee_pos, dtype=np.float64).copy()
-            goal[2] = max(goal[2], self._ee_goal(sim, c["above"])[2])
+            goal[2] = max(goal[2], self._over_rims(sim, c["above"])[2])
             if abs(goal[2] - sim.ee_pos[2]) < c["tolerance"] or self.phase_steps >= c["above_steps"]:
                 self.goto("above")
             return full_action(arm=self.ik.action_towards(sim, goal), grip=GRASP)
 
         if self.phase == "above":
-            goal = self._ee_goal(sim, c["above"])
+            goal = self._over_rims(sim, c["above"])
             if not self.in_work_zone(sim, self.goal, zone):
                 self.goto("approach")
             elif self.ik.ee_error(sim, goal) < c["tolerance"] or self.phase_steps >= c["above_steps"]:
@@ -147,6 +158,8 @@ class PlaceOracle(Oracle):
         if self.phase == "retreat":
             goal = self.retreat_from + np.array([0.0, 0.0, c["retreat"]])
             goal[2] = max(self._ceiling_cap(goal[2]), self.retreat_from[2])
+            # out of an open drawer: the cup over its front before the arm heads home
+            goal[2] = max(goal[2], rim_exit_height(sim, 0.0, float(sim.cfg["suction"]["radius"]), self.cfg["rim"]))
             if self.ik.ee_error(sim, goal) < c["tolerance"] or self.phase_steps >= c["retreat_steps"]:
                 self.goto("rest" if self.opening is None else "drive_out")
             return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=RELEASE)
