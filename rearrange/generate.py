@@ -31,7 +31,7 @@ from rearrange.episodes import (
     TargetSpec,
 )
 from rearrange.layout import ApartmentLayout, Articulated, Receptacle, generate_layout, layout_seeds
-from rearrange.navmap import LayoutWithObstacles, NavMap
+from rearrange.navmap import NavMap, navmap_with_obstacles
 from rearrange.objects import BOWL_KINDS, FRUIT_KINDS, OBJECT_KINDS
 
 CONFIG_PATH = Path(__file__).resolve().parent.parent / "configs" / "episodes.yaml"
@@ -158,9 +158,8 @@ class _LayoutContext:
         if key not in self._maps:
             self.sim.reset_state({}, dict(art_states), self.sim.base_xy, 0.0)
             extra = self.sim.moving_part_boxes()
-            self._maps[key] = self.navmap if not extra else NavMap(
-                LayoutWithObstacles(self.layout, extra), resolution=self.navmap.resolution,
-                robot_radius=self.navmap.robot_radius)
+            self._maps[key] = self.navmap if not extra else navmap_with_obstacles(
+                self.layout, extra, self.navmap.resolution, self.navmap.robot_radius)
         return self._maps[key]
 
     def surface_pose(self, rec: Receptacle, kind: str, art_states: Mapping[str, float],

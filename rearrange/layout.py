@@ -224,8 +224,9 @@ def _kitchen(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth:
     # Two compartments (0.65 m and 0.75 m high) with room above an object for a suction grasp from
     # above: the wrist joints sit 0.36 m above a downward cup (configs/episodes.yaml caps fridge
     # objects at 0.15 m), and the upper shelf is low enough for the arm to reach over it. With the
-    # board at 0.95 instead of 1.02, the oracle agent placed 0.4 instead of 0.6 of prepare_groceries. Objects go on the front 0.3 m
-    # of a shelf, where the arm reaching in through the door keeps its elbow outside.
+    # board at 0.95 instead of 1.02, the oracle agent placed 0.4 instead of 0.6 of prepare_groceries.
+    # Objects go on the front 0.3 m of a shelf, where the arm reaching in through the door keeps its
+    # elbow outside.
     shelf_depth = 0.3
     inner_cx, front_cy = fx0 + fw / 2, fy0 + 0.06 + shelf_depth / 2
     for i, z in enumerate(shelf_z):

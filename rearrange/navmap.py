@@ -289,3 +289,10 @@ class NavMap:
     def navigable_area(self) -> float:
         """Area of the largest component in m^2."""
         return float(self.largest_component_mask.sum()) * self.resolution ** 2
+
+
+def navmap_with_obstacles(layout: Any, extra: Sequence[Any], resolution: float, robot_radius: float) -> NavMap:
+    """A `NavMap` of `layout` with `extra` obstacle boxes added (open doors and drawers where they are
+    now), inflated by `robot_radius`."""
+    return NavMap(LayoutWithObstacles(layout, extra) if extra else layout, resolution=resolution,
+                  robot_radius=robot_radius)

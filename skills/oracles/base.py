@@ -217,6 +217,11 @@ class Oracle:
             self._approach = "face"
         return self.follower.face_point(sim, point)
 
+    def _near_stand(self, sim, dist: float) -> bool:
+        """On the approach's last straight bit (`final` drive or `face`), within `dist` of the standing
+        point: a fridge-shelf pick or place starts lowering the cup to its entry point here."""
+        return self._approach in ("final", "face") and float(np.linalg.norm(self._stand - sim.base_xy)) < dist
+
     def _pre_stand(self, sim, point: np.ndarray, stand: np.ndarray, zone: Mapping[str, float]) -> np.ndarray | None:
         """A point behind the standing point on the line to the work point, from which the base drives
         straight in (so the arm, pointing at the work point, never sweeps sideways near furniture)."""

@@ -50,12 +50,11 @@ def planning_map(sim, radius: float | None = None, extra: tuple | None = None):
     # the cache holds the layout itself, so its id cannot be reused by another layout meanwhile
     key = (id(sim.layout), radius, extra)
     if key not in _MAPS:
-        from rearrange.navmap import LayoutWithObstacles, NavMap
+        from rearrange.navmap import navmap_with_obstacles
 
         if len(_MAPS) >= _MAX_MAPS:
             _MAPS.pop(next(iter(_MAPS)))
-        layout = LayoutWithObstacles(sim.layout, extra) if extra else sim.layout
-        _MAPS[key] = (sim.layout, NavMap(layout, resolution=sim.navmap.resolution, robot_radius=radius))
+        _MAPS[key] = (sim.layout, navmap_with_obstacles(sim.layout, extra, sim.navmap.resolution, radius))
     return _MAPS[key][1]
 
 
@@ -213,20 +212,13 @@ class BaseFollower:
         g = self.gains
         if self.goal is None:
             return np.zeros(2)
-        if self._backoff > 0:
-            # stuck (a stalled base: the arm against a door, a wall corner): back up, then replan
-            self._backoff = 0 if sim.base_collided else self._backoff - 1
-            if self._backoff > 0:
-                return np.array([-1.0, 0.0])
-            if not self._replan(sim):
-                return np.zeros(2)
-        if sim.base_collided:
-            self._blocked += 1
-        else:
-            self._blocked = 0
-        if self._blocked >= g.stuck_steps and g.backoff_steps > 0:
-            self._blocked = 0
-            self._backoff = g.backoff_steps
+        # stuck (a stalled base: the arm against a door, a wall corner): back up, then replan
+        backing, backed = self._backing(sim)
+        if backing:
+            return np.array([-1.0, 0.0])
+        if backed and not self._replan(sim):
+            return np.zeros(2)
+        if self._stuck(sim):
             return np.array([-1.0, 0.0])
         xy = np.asarray(sim.base_xy, dtype=np.float64)
         if (len(self.path) == 0 or self._blocked >= g.stuck_steps) and not self._replan(sim):
@@ -257,20 +249,34 @@ class BaseFollower:
         err = wrap_angle(yaw - float(sim.base_yaw))
         if abs(err) < self.gains.yaw_tolerance:
             return np.zeros(2), True
+        # the turn stalled (the arm swept into something): back up, then turn the other way round
+        if self._backing(sim)[0]:
+            return np.array([-1.0, 0.0]), False
+        if self._stuck(sim):
+            self._turn_the_long_way = not self._turn_the_long_way
+            return np.array([-1.0, 0.0]), False
+        if self._turn_the_long_way:
+            err -= float(np.sign(err)) * 2.0 * np.pi
+        return np.array([0.0, turn_action(sim, err, self.gains.heading_gain)]), False
+
+    def _backing(self, sim) -> tuple[bool, bool]:
+        """During a back-off: (back up this step, the back-off just ended). A back-off that stalls
+        itself ends at once."""
+        if self._backoff <= 0:
+            return False, False
+        self._backoff = 0 if sim.base_collided else self._backoff - 1
+        return self._backoff > 0, self._backoff == 0
+
+    def _stuck(self, sim) -> bool:
+        """Counts stalled steps; after `stuck_steps` in a row, starts a back-off of `backoff_steps`
+        steps (shared by `act` and `face`). True: back up this step."""
         g = self.gains
-        if self._backoff > 0:  # the turn stalled (the arm swept into something): back up, then go on
-            self._backoff = 0 if sim.base_collided else self._backoff - 1
-            if self._backoff > 0:
-                return np.array([-1.0, 0.0]), False
         self._blocked = self._blocked + 1 if sim.base_collided else 0
         if self._blocked >= g.stuck_steps and g.backoff_steps > 0:
             self._blocked = 0
             self._backoff = g.backoff_steps
-            self._turn_the_long_way = not self._turn_the_long_way  # and try the other way round next
-            return np.array([-1.0, 0.0]), False
-        if self._turn_the_long_way:
-            err -= float(np.sign(err)) * 2.0 * np.pi
-        return np.array([0.0, turn_action(sim, err, g.heading_gain)]), False
+            return True
+        return False
 
     def face_point(self, sim, xy: np.ndarray) -> tuple[np.ndarray, bool]:
         """Turn in place to face the world point `xy`."""
@@ -315,6 +321,28 @@ def standing_point(sim, target_xy: np.ndarray, preferred: float, max_dist: float
     return centres[int(np.argmin(cost))]
 
 
+def box_frame(center, yaw: float, points_xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """World xy points (N, 2) in the frame of a footprint with this centre and yaw: (x, y) arrays."""
+    pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
+    c, s = np.cos(yaw), np.sin(yaw)
+    d = pts - np.asarray(center[:2], dtype=np.float64)
+    return c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]
+
+
+def in_footprint(center, half, yaw: float, points_xy: np.ndarray, pad: float = 0.0) -> np.ndarray:
+    """For each of (N, 2) points: inside the footprint (half sizes `half`) grown by `pad` on each side?"""
+    lx, ly = box_frame(center, yaw, points_xy)
+    return (np.abs(lx) <= float(half[0]) + pad) & (np.abs(ly) <= float(half[1]) + pad)
+
+
+def box_distance(box, points_xy: np.ndarray) -> np.ndarray:
+    """Horizontal distance from each of (N, 2) points to a box's footprint (0 inside)."""
+    lx, ly = box_frame(box.center, box.yaw, points_xy)
+    ex = np.maximum(np.abs(lx) - float(box.half_size[0]), 0.0)
+    ey = np.maximum(np.abs(ly) - float(box.half_size[1]), 0.0)
+    return np.hypot(ex, ey)
+
+
 def furniture_clearance(sim, points_xy: np.ndarray, above_z: float) -> np.ndarray:
     """Horizontal distance from each of (N, 2) points to the nearest wall or furniture footprint whose
     top is higher than `above_z` (what an arm held at that height would hit)."""
@@ -323,33 +351,34 @@ def furniture_clearance(sim, points_xy: np.ndarray, above_z: float) -> np.ndarra
     for box in [*sim.layout.obstacles_2d(), *sim.moving_part_boxes()]:
         if float(box.center[2]) + float(box.half_size[2]) <= above_z:
             continue
-        c, s = np.cos(box.yaw), np.sin(box.yaw)
-        d = pts - np.asarray(box.center[:2], dtype=np.float64)
-        lx, ly = c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]
-        ex = np.maximum(np.abs(lx) - float(box.half_size[0]), 0.0)
-        ey = np.maximum(np.abs(ly) - float(box.half_size[1]), 0.0)
-        best = np.minimum(best, np.hypot(ex, ey))
+        best = np.minimum(best, box_distance(box, pts))
     return best
+
+
+def receptacle_holding(layout, point: np.ndarray):
+    """The container receptacle (a fridge shelf, a drawer's box) whose inside holds the 3-D `point`:
+    within 5 cm of its footprint and at most 0.45 m above it; None when the point is in no container."""
+    p = np.asarray(point, dtype=np.float64)
+    if p.shape[0] < 3:
+        return None
+    for rec in layout.receptacles.values():
+        if rec.container is None:
+            continue
+        if in_footprint(rec.center, rec.half_extent, rec.yaw, p[:2], 0.05)[0] and \
+                rec.center[2] - 0.05 <= p[2] <= rec.center[2] + 0.45:
+            return rec
+    return None
 
 
 def container_outward(sim, point: np.ndarray) -> np.ndarray | None:
     """(2,) unit direction out of the opening of the container whose inside holds the 3-D `point` (a
     fridge shelf, a closed drawer's box), or None when the point is in no container. The robot faces a
     container along `Articulated.facing_yaw`, so its opening points the other way."""
-    p = np.asarray(point, dtype=np.float64)
-    if p.shape[0] < 3:
+    rec = receptacle_holding(sim.layout, point)
+    if rec is None:
         return None
-    for rec in sim.layout.receptacles.values():
-        if rec.container is None:
-            continue
-        c, s = np.cos(rec.yaw), np.sin(rec.yaw)
-        d = p[:2] - np.asarray(rec.center[:2], dtype=np.float64)
-        lx, ly = c * d[0] + s * d[1], -s * d[0] + c * d[1]
-        inside = abs(lx) <= rec.half_extent[0] + 0.05 and abs(ly) <= rec.half_extent[1] + 0.05
-        if inside and rec.center[2] - 0.05 <= p[2] <= rec.center[2] + 0.45:
-            yaw = float(sim.layout.articulated[rec.container].facing_yaw)
-            return -np.array([np.cos(yaw), np.sin(yaw)])
-    return None
+    yaw = float(sim.layout.articulated[rec.container].facing_yaw)
+    return -np.array([np.cos(yaw), np.sin(yaw)])
 
 
 def rest_arm_clear(sim, target: np.ndarray, arm_points: np.ndarray, height: float, margin: float,
@@ -383,30 +412,19 @@ def reach_clear(sim, target: np.ndarray, max_front_angle: float = np.pi / 4):
     return rest_arm_clear(sim, target, np.zeros((0, 2)), 0.0, 0.0, max_front_angle)
 
 
-def _box_distance(box, xy: np.ndarray) -> float:
-    """Horizontal distance from the point `xy` to a box footprint (0 inside)."""
-    c, s = np.cos(box.yaw), np.sin(box.yaw)
-    d = np.asarray(xy, dtype=np.float64) - np.asarray(box.center[:2], dtype=np.float64)
-    lx, ly = c * d[0] + s * d[1], -s * d[0] + c * d[1]
-    return float(np.hypot(max(abs(lx) - float(box.half_size[0]), 0.0), max(abs(ly) - float(box.half_size[1]), 0.0)))
-
-
 def wall_between(sim, cands: np.ndarray, target_xy: np.ndarray, step: float = 0.02) -> np.ndarray:
     """For each of (N, 2) candidate base positions: does the straight line to `target_xy` cross a wall
     or an open door (a moving part taller than `DOOR_MIN_HEIGHT`, unless the target is on it)?"""
     target = np.asarray(target_xy, dtype=np.float64)[:2]
     cands = np.asarray(cands, dtype=np.float64).reshape(-1, 2)
     doors = [b for b in sim.moving_part_boxes() if float(b.center[2]) + float(b.half_size[2]) > DOOR_MIN_HEIGHT]
-    blockers = list(sim.layout.walls) + [b for b in doors if _box_distance(b, target) > 0.1]
+    blockers = list(sim.layout.walls) + [b for b in doors if box_distance(b, target)[0] > 0.1]
     n = max(int(np.ceil(float(np.max(np.linalg.norm(cands - target, axis=1), initial=0.0)) / step)), 1)
     crossed = np.zeros(len(cands), dtype=bool)
     for t in np.linspace(0.0, 1.0, n + 1):
         pts = cands + t * (target - cands)
         for box in blockers:
-            c, s = np.cos(box.yaw), np.sin(box.yaw)
-            d = pts - np.asarray(box.center[:2], dtype=np.float64)
-            lx, ly = c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]
-            crossed |= (np.abs(lx) <= float(box.half_size[0])) & (np.abs(ly) <= float(box.half_size[1]))
+            crossed |= in_footprint(box.center, box.half_size, box.yaw, pts)
     return crossed
 
 

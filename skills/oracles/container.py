@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from skills.oracles.base_follow import in_footprint, receptacle_holding
+
 DOWN = np.array([0.0, 0.0, -1.0])
 
 
@@ -27,38 +29,27 @@ class Opening:
     ceiling: float  # height (m) of the underside of the lowest solid above the point
 
 
-def _inside(box_center, half, yaw: float, xy: np.ndarray, pad: float) -> bool:
-    c, s = np.cos(yaw), np.sin(yaw)
-    d = xy - np.asarray(box_center[:2], dtype=np.float64)
-    lx, ly = c * d[0] + s * d[1], -s * d[0] + c * d[1]
-    return abs(lx) <= half[0] + pad and abs(ly) <= half[1] + pad
-
-
 def opening_of(sim, point: np.ndarray, front_gap: float) -> Opening | None:
     """The opening through which the 3-D `point` (an object or a goal on a shelf) is reached, or None
     when it lies in no hinged-door container. `front_gap` (m) is how far the container's front face lies
     beyond the receptacle's front edge."""
     p = np.asarray(point, dtype=np.float64)
     layout = sim.layout
-    for rec in layout.receptacles.values():
-        if rec.container is None or layout.articulated[rec.container].joint_type != "hinge":
-            continue
-        if not (_inside(rec.center, rec.half_extent, rec.yaw, p[:2], 0.05)
-                and rec.center[2] - 0.05 <= p[2] <= rec.center[2] + 0.45):
-            continue
-        yaw = float(layout.articulated[rec.container].facing_yaw)
-        outward = -np.array([np.cos(yaw), np.sin(yaw)])
-        c, s = np.cos(rec.yaw), np.sin(rec.yaw)
-        local = np.array([c * outward[0] + s * outward[1], -s * outward[0] + c * outward[1]])
-        half = abs(local[0]) * rec.half_extent[0] + abs(local[1]) * rec.half_extent[1]
-        front = float(np.dot(np.asarray(rec.center[:2]) - p[:2], outward)) + half + front_gap
-        ceiling = np.inf
-        for box in layout.furniture:
-            bottom = float(box.center[2]) - float(box.half_size[2])
-            if bottom > p[2] + 0.02 and _inside(box.center, box.half_size, box.yaw, p[:2], 0.0):
-                ceiling = min(ceiling, bottom)
-        return Opening(outward, front, float(ceiling))
-    return None
+    rec = receptacle_holding(layout, p)
+    if rec is None or layout.articulated[rec.container].joint_type != "hinge":
+        return None
+    yaw = float(layout.articulated[rec.container].facing_yaw)
+    outward = -np.array([np.cos(yaw), np.sin(yaw)])
+    c, s = np.cos(rec.yaw), np.sin(rec.yaw)
+    local = np.array([c * outward[0] + s * outward[1], -s * outward[0] + c * outward[1]])
+    half = abs(local[0]) * rec.half_extent[0] + abs(local[1]) * rec.half_extent[1]
+    front = float(np.dot(np.asarray(rec.center[:2]) - p[:2], outward)) + half + front_gap
+    ceiling = np.inf
+    for box in layout.furniture:
+        bottom = float(box.center[2]) - float(box.half_size[2])
+        if bottom > p[2] + 0.02 and in_footprint(box.center, box.half_size, box.yaw, p[:2])[0]:
+            ceiling = min(ceiling, bottom)
+    return Opening(outward, front, float(ceiling))
 
 
 def rim_top(sim, start_xy: np.ndarray, end_xy: np.ndarray, pad: float, max_top: float) -> float:
@@ -72,7 +63,7 @@ def rim_top(sim, start_xy: np.ndarray, end_xy: np.ndarray, pad: float, max_top: 
     top = -np.inf
     for box in sim.moving_part_boxes():
         box_top = float(box.center[2]) + float(box.half_size[2])
-        if top < box_top <= max_top and any(_inside(box.center, box.half_size, box.yaw, p, pad) for p in line):
+        if top < box_top <= max_top and np.any(in_footprint(box.center, box.half_size, box.yaw, line, pad)):
             top = box_top
     return top
 
@@ -121,9 +112,10 @@ def stand_in_front(opening: Opening, point: np.ndarray, distance: float) -> np.n
     return np.asarray(point, dtype=np.float64)[:2] + (opening.front + distance) * opening.outward
 
 
-def front_distance(sim, opening: Opening, point: np.ndarray) -> float:
-    """How far (m) the base centre stands in front of the container's front face."""
-    d = np.asarray(sim.base_xy, dtype=np.float64) - np.asarray(point, dtype=np.float64)[:2]
+def front_distance(opening: Opening, point: np.ndarray, xy: np.ndarray) -> float:
+    """How far (m) the world point `xy` (the base centre, the suction cup) is in front of the
+    container's front face (< 0: inside); `point` is the one the opening was found for."""
+    d = np.asarray(xy, dtype=np.float64)[:2] - np.asarray(point, dtype=np.float64)[:2]
     return float(np.dot(d, opening.outward)) - opening.front
 
 
@@ -133,7 +125,7 @@ def drive_in(sim, follower, opening: Opening, point: np.ndarray, cfg) -> tuple[n
     the front face, or the base is blocked. Returns (base action, finished)."""
     dist = float(np.linalg.norm(np.asarray(point, dtype=np.float64)[:2] - sim.base_xy))
     radius = float(sim.cfg["base"]["radius"])
-    if dist <= cfg["reach"] or front_distance(sim, opening, point) <= radius + cfg["base_margin"] or sim.base_collided:
+    if dist <= cfg["reach"] or front_distance(opening, point, sim.base_xy) <= radius + cfg["base_margin"] or sim.base_collided:
         return np.zeros(2), True
     turn, _ = follower.face_point(sim, point)
     return np.array([cfg["drive_speed"], turn[1]]), False
@@ -142,7 +134,7 @@ def drive_in(sim, follower, opening: Opening, point: np.ndarray, cfg) -> tuple[n
 def drive_out(sim, opening: Opening, point: np.ndarray, cfg) -> tuple[np.ndarray, bool]:
     """Base action backing straight out until the base stands `cfg["stand_dist"]` in front of the
     container again (the arm, still inside, comes out horizontally). Returns (base action, finished)."""
-    if front_distance(sim, opening, point) >= cfg["stand_dist"]:
+    if front_distance(opening, point, sim.base_xy) >= cfg["stand_dist"]:
         return np.zeros(2), True
     return np.array([-cfg["drive_speed"], 0.0]), False
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from rearrange.objects import OBJECT_KINDS
 from skills.oracles.base_follow import furniture_clearance
+from skills.oracles.container import rest_world
 
 
 def _kind(sim, name: str):
@@ -43,15 +44,7 @@ def hang_depth(sim, name: str) -> float:
 
 def carry_point(sim, lift: float) -> np.ndarray:
     """World position `lift` straight above the resting ee (where an object is carried while driving)."""
-    rest = np.asarray(sim.resting_pos_base, dtype=np.float64)
-    return np.array([*rest_xy(sim, sim.base_xy, sim.base_yaw), rest[2] + lift])
-
-
-def rest_xy(sim, base_xy: np.ndarray, base_yaw: float) -> np.ndarray:
-    """World xy of the resting ee for a base pose."""
-    rest = np.asarray(sim.resting_pos_base, dtype=np.float64)
-    c, s = np.cos(base_yaw), np.sin(base_yaw)
-    return np.asarray(base_xy, dtype=np.float64) + np.array([c * rest[0] - s * rest[1], s * rest[0] + c * rest[1]])
+    return rest_world(sim) + np.array([0.0, 0.0, lift])
 
 
 def held_object_blocked(sim, name: str, margin: float) -> bool:
@@ -60,7 +53,7 @@ def held_object_blocked(sim, name: str, margin: float) -> bool:
     whose top is above the object's bottom at rest."""
     bottom, radius = held_extent(sim, name)
     obj = np.asarray(sim.object_pos(name), dtype=np.float64)[:2]
-    pts = np.stack([obj, rest_xy(sim, sim.base_xy, sim.base_yaw)])
+    pts = np.stack([obj, rest_world(sim)[:2]])
     return bool(np.any(furniture_clearance(sim, pts, bottom) < margin + radius))
 
 

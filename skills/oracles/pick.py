@@ -28,6 +28,7 @@ from skills.oracles.container import (
     drive_in,
     drive_out,
     entry_point,
+    front_distance,
     opening_of,
     reach_axis,
     rest_world,
@@ -58,11 +59,6 @@ class PickOracle(Oracle):
     def _entry(self, obj: np.ndarray) -> np.ndarray:
         return entry_point(self.opening, obj, self._above(obj)[2], self.cfg["shelf"]["entry_clearance"])
 
-    def _cup_in_front(self, sim) -> float:
-        """How far (m) the suction cup is in front of the container's front face (< 0: inside)."""
-        d = np.asarray(sim.ee_pos, dtype=np.float64)[:2] - self.start_pos[:2]
-        return float(np.dot(d, self.opening.outward)) - self.opening.front
-
     def _shelf_step(self, sim, obj: np.ndarray, held: bool) -> np.ndarray | None:
         """The phases that differ for an object on a fridge shelf (None: the common phase code runs)."""
         c = self.cfg["pick"]
@@ -75,8 +71,7 @@ class PickOracle(Oracle):
                 # the cup keeps this place relative to the base while the base drives in
                 self.entry_base = np.asarray(sim.to_base(self._entry(self.start_pos)), dtype=np.float64)
                 self.goto("drive_in")
-            if self._approach in ("final", "face") and \
-                    float(np.linalg.norm(self._stand - sim.base_xy)) < s["entry_early"]:
+            if self._near_stand(sim, s["entry_early"]):
                 # on the last straight bit in front of the opening: lower the cup to the entry already
                 return full_action(arm=self.ik.action_towards(sim, self._entry(self.start_pos), axis=axis),
                                    grip=RELEASE, base=base)
@@ -90,7 +85,7 @@ class PickOracle(Oracle):
             goal = base_to_world(sim, self.entry_base)
             base, done = drive_in(sim, self.follower, self.opening, self.start_pos, s)
             high = float(sim.ee_pos[2]) > work_height(self.opening, np.inf, s)
-            if high and self._cup_in_front(sim) < s["cross_margin"]:
+            if high and front_distance(self.opening, self.start_pos, sim.ee_pos) < s["cross_margin"]:
                 base, done = np.zeros(2), False
             if done or self.phase_steps >= s["drive_steps"] + s["entry_steps"]:
                 self.goto("above")
@@ -122,7 +117,7 @@ class PickOracle(Oracle):
             # backing out, the arm already heads for rest, kept under the ceiling until the cup is out
             base, done = drive_out(sim, self.opening, self.start_pos, s)
             goal = rest_world(sim)
-            if self._cup_in_front(sim) < s["cross_margin"]:
+            if front_distance(self.opening, self.start_pos, sim.ee_pos) < s["cross_margin"]:
                 goal[2] = max(work_height(self.opening, goal[2], s), self.lift_from[2])
             if done or self.phase_steps >= s["drive_steps"]:
                 self.goto("rest")

@@ -68,6 +68,11 @@ class PlaceOracle(Oracle):
             goal[2] = max(work_height(self.opening, goal[2], s), low)
         return goal
 
+    def _entry(self, sim) -> np.ndarray:
+        """The cup's entry point in front of the opening, at the height it works at inside."""
+        return entry_point(self.opening, self.goal, self._ee_goal(sim, self.cfg["place"]["above"])[2],
+                           self.cfg["shelf"]["entry_clearance"])
+
     def _over_rims(self, sim, height: float) -> np.ndarray:
         """`_ee_goal`, but while the held object is not yet over the goal it passes above the rims of
         open drawers on the way (a low straight line pushes the drawer shut and the object misses it)."""
@@ -99,11 +104,9 @@ class PlaceOracle(Oracle):
                 base, ready = self.approach(sim, self.goal, zone, valid=valid, settle_in_reach=True)
             if ready:
                 self.goto("raise" if self.opening is None else "entry")
-            if self.opening is not None and self._approach in ("final", "face") and \
-                    float(np.linalg.norm(self._stand - sim.base_xy)) < s["entry_early"]:
+            if self.opening is not None and self._near_stand(sim, s["entry_early"]):
                 # on the last straight bit in front of the opening: lower the cup to the entry already
-                goal = entry_point(self.opening, self.goal, self._ee_goal(sim, c["above"])[2], s["entry_clearance"])
-                return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=GRASP, base=base)
+                return full_action(arm=self.ik.action_towards(sim, self._entry(sim), axis=axis), grip=GRASP, base=base)
             # carried a little above the rest pose, so the object clears counters and shelf tops (for a
             # fridge shelf with the cup already tilted as it will work inside: turning the wrist is slow)
             return full_action(arm=self.ik.action_towards(sim, carry_point(sim, c["carry_lift"]), axis=axis),
@@ -111,7 +114,7 @@ class PlaceOracle(Oracle):
 
         if self.phase == "entry":
             # the cup, pointing down, in front of the opening at the height it works at inside
-            goal = entry_point(self.opening, self.goal, self._ee_goal(sim, c["above"])[2], s["entry_clearance"])
+            goal = self._entry(sim)
             if self.ik.ee_error(sim, goal) < c["tolerance"] or self.phase_steps >= s["entry_steps"]:
                 self.goto("drive_in")
             return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=GRASP)
