@@ -131,6 +131,7 @@ def run_training(cfg: DictConfig, env_fn, resume, output_dir: str, label: str) -
     Exit codes: 2 for bad config or checkpoint, 1 when env workers keep failing, 130 after Ctrl-C
     (a checkpoint was written first). Shared by `train-rl` and `train-skill`.
     """
+    from trainer.distributed import shutdown_distributed
     from trainer.train import train  # heavy imports after the argument checks
 
     try:
@@ -139,6 +140,10 @@ def run_training(cfg: DictConfig, env_fn, resume, output_dir: str, label: str) -
         exit_with_error(str(exc))
     except WorkerFailure as exc:
         exit_with_error(str(exc), code=1)
+    if not summary["interrupted"]:
+        # every rank got here together (a finished run ends with a gather); after an interrupt or an
+        # error a rank may be alone, and torchrun stops the others
+        shutdown_distributed()
     if int(os.environ.get("RANK", "0")) == 0:
         ret = summary["mean_return"]
         print(f"{'interrupted' if summary['interrupted'] else 'done'}: {label}, {summary['env_steps']} steps, "

@@ -59,7 +59,11 @@ def init_distributed(device: str = "auto", timeout_s: float = 1800.0) -> DistInf
 
 
 def shutdown_distributed() -> None:
+    """Leave the process group after a run every rank finished: wait for the others, then tear it
+    down. A rank exiting with the group alive can abort at interpreter exit ("terminate called without
+    an active exception") while its gloo threads are still running."""
     if dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
 
 
