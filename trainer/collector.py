@@ -220,7 +220,8 @@ class Collector:
     # ------------------------------------------------------------------ receiving
     def _on_ready(self, e: int, episode_stats: dict | None) -> None:
         now = time.monotonic()
-        if self.auto_wait and not np.isnan(self.pool.busy_since[e]):
+        if self.auto_wait and self.pending[e] >= 0 and not np.isnan(self.pool.busy_since[e]):
+            # answers to steps only: a reset answer after a (re)start includes building the env
             self._env_step_times.append(now - float(self.pool.busy_since[e]))
             self.max_wait_s = 0.5 * float(np.mean(self._env_step_times))
         self.pool.busy_since[e] = np.nan
