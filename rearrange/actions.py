@@ -6,6 +6,7 @@ A skill env exposes a Box over the concatenation of its subsets, in the fixed or
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -44,19 +45,21 @@ def action_space(subset_names: Sequence[str]) -> spaces.Box:
     return spaces.Box(-1.0, 1.0, shape=(d,), dtype=np.float32)
 
 
+@functools.lru_cache(maxsize=64)
+def _subset_indices(subset_names: tuple[str, ...]) -> np.ndarray:
+    """Positions in the full vector of a subset action's entries (cached: every env step asks)."""
+    names = check_subsets(subset_names)
+    return np.concatenate([np.arange(ACTION_SLICES[n].start, ACTION_SLICES[n].stop) for n in names])
+
+
 def expand_action(subset_names: Sequence[str], a: np.ndarray) -> np.ndarray:
     """Map a subset action (concatenated in `SUBSET_ORDER`) into the full 11-vector, clipped to [-1, 1]."""
-    names = check_subsets(subset_names)
+    index = _subset_indices(tuple(subset_names))
     a = np.asarray(a, dtype=np.float64).reshape(-1)
-    if a.shape[0] != subset_dim(names):
-        raise ValueError(f"action has {a.shape[0]} dims, subsets {list(names)} need {subset_dim(names)}")
+    if a.shape[0] != index.shape[0]:
+        raise ValueError(f"action has {a.shape[0]} dims, subsets {list(subset_names)} need {index.shape[0]}")
     full = np.zeros(ACTION_DIM, dtype=np.float64)
-    k = 0
-    for name in names:
-        sl = ACTION_SLICES[name]
-        n = sl.stop - sl.start
-        full[sl] = a[k:k + n]
-        k += n
+    full[index] = a
     return np.clip(np.nan_to_num(full, nan=0.0), -1.0, 1.0)
 
 

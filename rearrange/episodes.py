@@ -66,6 +66,9 @@ class Episode:
     targets: list[TargetSpec]
     art_states: dict[str, float]
     robot_start: dict[str, Any] | None = None  # {"xy": [x, y], "yaw": a}
+    # kind-specific extras: "start_holding" (place, nav: the object starts in the gripper), "nav_goal"
+    # (nav), "receptacle_kind" (pick/place/nav: "surface", "fridge" or "drawer", where the skill works),
+    # "articulated" and "handle" (open/close), "drawer", "drawer_handle", "fridge_handle" (set_table)
     info: dict[str, Any] = field(default_factory=dict)
 
     def object_kinds(self) -> list[str]:

@@ -4,8 +4,12 @@ For each episode: a layout seed of the split, objects (targets plus distractors)
 receptacle surfaces, settled with a short physics run and rejected if any moves more than
 `settle.max_displacement` (fell or slid); goals on other receptacle surfaces; every target start
 and goal reachable (a navigable base point within `reach.max_horizontal`, height within
-`reach.min_height..max_height`); a robot start that follows habitat-lab's spawn rules and touches
-nothing. All thresholds live in `configs/episodes.yaml`.
+`reach.min_height..max_height`; inside a container, straight out of its opening); a robot start that
+follows habitat-lab's spawn rules and touches nothing. All thresholds live in `configs/episodes.yaml`.
+
+Pick, place and nav draw the receptacle their target sits on or goes to from open surfaces, fridge
+shelves and drawers (`skill_targets.shares`, like habitat's rearrange_easy, where the fridge and
+drawers are open receptacles); the container holding it is open, the others shut.
 
 Object kinds are drawn once per (dataset seed, kind, layout), so all episodes of one layout use the
 same `RearrangeSim` model (cheap resets in the env, one sim build per layout here).
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +34,23 @@ from rearrange.episodes import (
     ObjectSpec,
     TargetSpec,
 )
-from rearrange.layout import ApartmentLayout, Articulated, Receptacle, generate_layout, layout_seeds
-from rearrange.navmap import NavMap, navmap_with_obstacles
+from rearrange.generate_context import (
+    LayoutContext,
+    closed_states,
+    door_frame,
+    fits,
+    open_state,
+    yaw_quat,
+)
+from rearrange.layout import ApartmentLayout, Receptacle, generate_layout, layout_seeds
 from rearrange.objects import BOWL_KINDS, FRUIT_KINDS, OBJECT_KINDS
 
+__all__ = ["CONFIG_PATH", "MOVE_SKILLS", "RECEPTACLE_KINDS", "GenerationError", "door_frame",
+           "generate_episodes", "load_generator_config", "receptacle_kind"]
+
 CONFIG_PATH = Path(__file__).resolve().parent.parent / "configs" / "episodes.yaml"
+MOVE_SKILLS = ("pick", "place", "nav")  # skills whose target receptacle kind is drawn by `skill_targets`
+RECEPTACLE_KINDS = ("surface", "fridge", "drawer")  # open surfaces, fridge shelves, drawers
 
 
 class GenerationError(RuntimeError):
@@ -50,262 +66,48 @@ def load_generator_config(path: str | Path | None = None) -> dict[str, Any]:
     return cfg
 
 
-# ----------------------------------------------------------------------------- geometry helpers
+def receptacle_kind(rec: Receptacle) -> str:
+    """"fridge" (a fridge shelf), "drawer" or "surface" (any open surface)."""
+    return rec.kind if rec.kind in ("fridge", "drawer") else "surface"
 
 
-def _height(kind: str) -> float:
-    return 2.0 * OBJECT_KINDS[kind].rest_height
-
-
-def _yaw_quat(yaw: float) -> np.ndarray:
-    return np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
-
-
-def _container_offset(layout: ApartmentLayout, rec: Receptacle, art_states: Mapping[str, float],
-                      fully_open: bool = False) -> np.ndarray:
-    """Displacement of a receptacle surface by its container's joint (drawers slide; shelves don't)."""
-    if rec.container is None or rec.container not in layout.articulated:
-        return np.zeros(3)
-    art = layout.articulated[rec.container]
-    if art.joint_type != "slide":
-        return np.zeros(3)
-    q = art.joint_range[1] if fully_open else art_states.get(art.name, art.joint_range[0])
-    return np.asarray(art.joint_axis, dtype=np.float64) * float(q)
-
-
-def _fits(rec: Receptacle, kind: str, cfg: Mapping[str, Any]) -> bool:
-    limit = cfg["placement"]["max_object_height"].get(rec.kind)
-    radius = OBJECT_KINDS[kind].radius + cfg["placement"]["margin"]
-    if min(rec.half_extent) <= radius:
-        return False
-    return limit is None or _height(kind) <= float(limit)
-
-
-def _dining_table(layout: ApartmentLayout) -> Receptacle:
-    """The largest table (the dining table)."""
-    tables = [r for r in layout.receptacles.values() if r.kind == "table"]
-    if not tables:
-        raise GenerationError(f"layout {layout.seed} has no table for set_table")
-    return max(tables, key=lambda r: (r.half_extent[0] * r.half_extent[1], r.name))
-
-
-def _open_state(layout: ApartmentLayout, name: str, cfg: Mapping[str, Any]) -> float:
-    """The "already open" joint value of an articulated object (scenarios)."""
-    art = layout.articulated[name]
-    lo, hi = art.joint_range
-    if art.joint_type == "hinge":
-        return float(np.clip(cfg["articulated"]["open_fridge_state"], lo, hi))
-    return float(lo + cfg["articulated"]["open_drawer_fraction"] * (hi - lo))
-
-
-def door_frame(art: Articulated, q: float) -> tuple[np.ndarray, np.ndarray]:
-    """(2,) unit vectors of a hinged door at joint value q: along the door from the hinge, and out of its
-    outer (handle) face."""
-    hinge = np.asarray(art.joint_pos[:2], dtype=np.float64)
-    door = max(art.parts, key=lambda b: b.half_size[0] * b.half_size[1])
-    centre = np.asarray(door.center[:2], dtype=np.float64) - hinge
-    handle = np.asarray(art.handle_box.center[:2], dtype=np.float64) - hinge
-    along0 = centre / np.linalg.norm(centre)
-    out0 = handle - (handle @ along0) * along0
-    out0 /= np.linalg.norm(out0)
-    a = float(np.sign(art.joint_axis[2])) * q  # rotation about +z
-    rot = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
-    return rot @ along0, rot @ out0
-
-
-def _closed_states(layout: ApartmentLayout) -> dict[str, float]:
-    return {name: float(a.joint_range[0]) for name, a in sorted(layout.articulated.items())}
-
-
-# ----------------------------------------------------------------------------- per-layout context
+def _shares(cfg: Mapping[str, Any], kind: str) -> np.ndarray:
+    """`skill_targets.shares.<kind>` as probabilities in RECEPTACLE_KINDS order (ValueError if bad)."""
+    shares = dict(cfg["skill_targets"]["shares"][kind])
+    unknown = sorted(set(shares) - set(RECEPTACLE_KINDS))
+    if unknown:
+        raise ValueError(f"skill_targets.shares.{kind}: unknown receptacle kind '{unknown[0]}'; "
+                         f"valid choices: {', '.join(RECEPTACLE_KINDS)}")
+    p = np.array([float(shares.get(k, 0.0)) for k in RECEPTACLE_KINDS])
+    if np.any(p < 0) or p.sum() <= 0:
+        raise ValueError(f"skill_targets.shares.{kind} must be >= 0 with a positive sum, got {shares}")
+    return p / p.sum()
 
 
 @dataclass
-class _Slot:
-    name: str  # "obj_i"
-    kind: str
-    receptacle: str
+class _Draw:
+    """What one move-skill episode is about, fixed before its attempts (so that failed attempts do not
+    skew the shares): the receptacle kind its target is on or goes to, and for nav whether the robot
+    starts holding the object (then the goal is a place goal)."""
+
+    where: str | None = None
+    holding: bool = False
 
 
-class _LayoutContext:
-    """One layout, its sim (built once, with the layout's object kinds) and the generator config."""
+_GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 
-    def __init__(self, layout: ApartmentLayout, kinds: Sequence[str], cfg: Mapping[str, Any],
-                 sim_cfg: Mapping[str, Any] | None) -> None:
-        from rearrange.sim import RearrangeSim
 
-        self.layout = layout
-        self.kinds = list(kinds)
-        self.cfg = cfg
-        self.sim = RearrangeSim(layout, self.kinds, sim_cfg)
-        self.navmap = self.sim.navmap
-        self._maps: dict[tuple, NavMap] = {}
-        self.names = [f"obj_{i}" for i in range(len(self.kinds))]
-
-    # --------------------------------------------------------------- checks
-
-    def reachable(self, pos: np.ndarray, art_states: Mapping[str, float]) -> bool:
-        """A base point within reach of `pos`, with the open doors and drawers of `art_states` in the way
-        (a counter top above an open drawer is out of reach)."""
-        r = self.cfg["reach"]
-        if not (r["min_height"] <= pos[2] <= r["max_height"]):
-            return False
-        return self.navmap_with(art_states).nearest_navigable(pos[:2], r["max_horizontal"]) is not None
-
-    def navmap_with(self, art_states: Mapping[str, float]) -> NavMap:
-        """The navigation map with the articulated parts at `art_states` as obstacles (cached)."""
-        key = tuple(sorted((k, round(float(v), 3)) for k, v in art_states.items()))
-        if key not in self._maps:
-            self.sim.reset_state({}, dict(art_states), self.sim.base_xy, 0.0)
-            extra = self.sim.moving_part_boxes()
-            self._maps[key] = self.navmap if not extra else navmap_with_obstacles(
-                self.layout, extra, self.navmap.resolution, self.navmap.robot_radius)
-        return self._maps[key]
-
-    def surface_pose(self, rec: Receptacle, kind: str, art_states: Mapping[str, float],
-                     rng: np.random.Generator, occupied: list[tuple[np.ndarray, float]]) -> np.ndarray | None:
-        """A free position (3,) for `kind` resting on `rec`, None after a few tries."""
-        margin = self.cfg["placement"]["margin"]
-        radius = OBJECT_KINDS[kind].radius
-        ux, uy = rec.half_extent[0] - radius - margin, rec.half_extent[1] - radius - margin
-        if ux <= 0 or uy <= 0:
-            return None
-        c, s = np.cos(rec.yaw), np.sin(rec.yaw)
-        offset = _container_offset(self.layout, rec, art_states)
-        for _ in range(20):
-            u, v = rng.uniform(-ux, ux), rng.uniform(-uy, uy)
-            pos = np.array([rec.center[0] + c * u - s * v, rec.center[1] + s * u + c * v,
-                            rec.center[2] + OBJECT_KINDS[kind].rest_height]) + offset
-            if all(np.linalg.norm(pos[:2] - p[:2]) >= radius + r + margin for p, r in occupied):
-                return pos
-        return None
-
-    def reach_pos(self, rec: Receptacle, pos: np.ndarray, art_states: Mapping[str, float]) -> np.ndarray:
-        """Where `pos` (on `rec`) is once its container is fully open (drawers slide out)."""
-        return pos - _container_offset(self.layout, rec, art_states) + _container_offset(
-            self.layout, rec, art_states, fully_open=True)
-
-    # --------------------------------------------------------------- physics
-
-    def park_point(self, rng: np.random.Generator, points: Sequence[np.ndarray]) -> np.ndarray:
-        """A navigable point far from all `points` (where the robot waits while objects settle)."""
-        best, best_d = None, -1.0
-        for _ in range(30):
-            p = self.navmap.sample_navigable(rng)
-            d = min((np.linalg.norm(p - q[:2]) for q in points), default=np.inf)
-            if d > best_d:
-                best, best_d = p, d
-        assert best is not None
-        return best
-
-    def settle(self, poses: Mapping[str, tuple[np.ndarray, np.ndarray]], art_states: Mapping[str, float],
-               park_xy: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
-        """Simulate `settle.steps`; the settled poses, or None if an object moved too far."""
-        s = self.cfg["settle"]
-        self.sim.reset_state(dict(poses), dict(art_states), park_xy, 0.0)
-        zero7, zero2 = np.zeros(7), np.zeros(2)
-        for _ in range(int(s["steps"])):
-            self.sim.step(zero7, None, zero2)
-        out = {}
-        for name, (pos, _quat) in poses.items():
-            now = np.asarray(self.sim.object_pos(name), dtype=np.float64)
-            if not np.all(np.isfinite(now)) or np.linalg.norm(now - pos) > s["max_displacement"]:
-                return None
-            out[name] = (now.copy(), np.asarray(self.sim.object_quat(name), dtype=np.float64).copy())
-        return out
-
-    def robot_free(self, poses: Mapping[str, tuple[np.ndarray, np.ndarray]], art_states: Mapping[str, float],
-                   xy: np.ndarray, yaw: float, grasped: str | None = None) -> bool:
-        """The robot at (xy, yaw) touches nothing for `spawn.check_steps` and disturbs no object."""
-        sp = self.cfg["spawn"]
-        if not self.navmap.is_navigable(xy):
-            return False
-        self.sim.reset_state(dict(poses), dict(art_states), np.asarray(xy, dtype=np.float64), float(yaw),
-                             grasped=grasped)
-        zero7, zero2 = np.zeros(7), np.zeros(2)
-        for _ in range(int(sp["check_steps"])):
-            self.sim.step(zero7, None, zero2)
-            if self.sim.robot_contact_force > sp["max_contact_force"] or self.sim.base_collided:
-                return False
-        if grasped is not None and self.sim.grasped != grasped:
-            return False
-        tol = self.cfg["settle"]["max_displacement"]
-        for name, (pos, _q) in poses.items():
-            if name != grasped and np.linalg.norm(np.asarray(self.sim.object_pos(name)) - pos) > tol:
-                return False
-        return True
-
-    # --------------------------------------------------------------- spawns
-
-    def spawn_near(self, rng: np.random.Generator, target_xy: np.ndarray,
-                   poses: Mapping[str, tuple[np.ndarray, np.ndarray]], art_states: Mapping[str, float],
-                   grasped: str | None = None) -> dict[str, Any] | None:
-        """habitat _get_robot_spawns: navigable point within max_dist of the target, facing it + noise.
-
-        habitat grows its search radius on retries but still rejects points farther than max_dist,
-        so we sample within max_dist only.
-        """
-        sp = self.cfg["spawn"]
-        for _ in range(int(sp["attempts"])):
-            xy = self.navmap.sample_navigable(rng, near=target_xy, radius=sp["max_dist"])
-            if xy is None:
-                continue
-            d = target_xy - xy
-            yaw = float(np.arctan2(d[1], d[0]) + rng.normal(0.0, sp["yaw_noise_std"]))
-            yaw = float((yaw + np.pi) % (2 * np.pi) - np.pi)
-            if self.robot_free(poses, art_states, xy, yaw, grasped):
-                return {"xy": [float(xy[0]), float(xy[1])], "yaw": yaw}
-        return None
-
-    def spawn_in_front(self, rng: np.random.Generator, art_name: str,
-                       poses: Mapping[str, tuple[np.ndarray, np.ndarray]],
-                       art_states: Mapping[str, float]) -> dict[str, Any] | None:
-        """In front of an articulated object (front_center +- noise), facing it + noise."""
-        sp = self.cfg["spawn"]
-        art = self.layout.articulated[art_name]
-        for _ in range(int(sp["attempts"])):
-            xy = np.asarray(art.front_center, dtype=np.float64) + rng.uniform(-1, 1, 2) * sp["art_pos_noise"]
-            yaw = float(art.facing_yaw + rng.normal(0.0, sp["art_yaw_noise_std"]))
-            if self.robot_free(poses, art_states, xy, yaw):
-                return {"xy": [float(xy[0]), float(xy[1])], "yaw": yaw}
-        return None
-
-    def spawn_outside_door(self, rng: np.random.Generator, art_name: str,
-                           poses: Mapping[str, tuple[np.ndarray, np.ndarray]],
-                           art_states: Mapping[str, float]) -> dict[str, Any] | None:
-        """close_fridge: on the open door's outer (handle) side, facing it, so the robot starts outside
-        the area the door sweeps while it closes; falls back to `spawn_in_front` for a nearly closed door.
-        """
-        sp = self.cfg["spawn"]
-        art = self.layout.articulated[art_name]
-        q = float(art_states.get(art_name, art.joint_range[0]))
-        along_dir, outward = door_frame(art, q)
-        hinge = np.asarray(art.joint_pos[:2], dtype=np.float64)
-        width = max(float(np.linalg.norm(c - hinge)) for p in art.parts for c in p.corners_2d())
-        for _ in range(int(sp["attempts"])):
-            along = rng.uniform(*sp["door_along"]) * width
-            dist = rng.uniform(*sp["door_dist"])
-            xy = hinge + along * along_dir + dist * outward
-            yaw = float(np.arctan2(-outward[1], -outward[0]) + rng.normal(0.0, sp["art_yaw_noise_std"]))
-            if self.robot_free(poses, art_states, xy, yaw):
-                return {"xy": [float(xy[0]), float(xy[1])], "yaw": yaw}
-        return self.spawn_in_front(rng, art_name, poses, art_states)
-
-    def spawn_anywhere(self, rng: np.random.Generator, poses: Mapping[str, tuple[np.ndarray, np.ndarray]],
-                       art_states: Mapping[str, float], grasped: str | None = None,
-                       far_from: np.ndarray | None = None, min_geodesic: float = 0.0) -> dict[str, Any] | None:
-        """A random navigable, collision-free start (optionally >= min_geodesic from `far_from`)."""
-        attempts = int(self.cfg["nav"]["attempts"])
-        for _ in range(attempts):
-            xy = self.navmap.sample_navigable(rng)
-            if xy is None:
-                return None
-            if far_from is not None and not self.navmap.geodesic_distance(xy, far_from[:2]) >= min_geodesic:
-                continue
-            yaw = float(rng.uniform(-np.pi, np.pi))
-            if self.robot_free(poses, art_states, xy, yaw, grasped):
-                return {"xy": [float(xy[0]), float(xy[1])], "yaw": yaw}
-        return None
+def _draw(kind: str, cfg: Mapping[str, Any], seed: int, index: int, rng: np.random.Generator) -> _Draw:
+    """The receptacle kind comes from a golden-ratio (low-discrepancy) sequence over seed + index rather
+    than from `rng`: any run of consecutive episodes matches the shares to about one episode (a
+    100-episode eval has 40/35/25 pick episodes, not a binomial spread), each index still on its own."""
+    if kind not in MOVE_SKILLS:
+        return _Draw()
+    u = float(((seed + index) * _GOLDEN) % 1.0)
+    cum = np.cumsum(_shares(cfg, kind))
+    where = RECEPTACLE_KINDS[min(int(np.searchsorted(cum, u, side="right")), len(cum) - 1)]
+    holding = kind == "nav" and bool(rng.random() < cfg["nav"]["object_in_hand_prob"])
+    return _Draw(where, holding)
 
 
 # ----------------------------------------------------------------------------- episode plans
@@ -323,14 +125,20 @@ def _kinds_for_layout(kind: str, rng: np.random.Generator, cfg: Mapping[str, Any
         head = [str(k) for k in rng.choice(all_kinds, cfg["scenarios"]["tidy_house_targets"])]
     elif kind == "prepare_groceries":  # groceries go in or come out of the fridge: kinds that fit it
         fridge = next(r for r in layout.receptacles.values() if r.kind == "fridge")
-        fitting = [k for k in all_kinds if _fits(fridge, k, cfg)]
+        fitting = [k for k in all_kinds if fits(fridge, k, cfg)]
         head = [str(k) for k in rng.choice(fitting, cfg["scenarios"]["prepare_groceries_targets"])]
     elif kind in ("open_cab", "close_cab", "open_fridge", "close_fridge"):  # the target waits inside
         inside = next(r for r in layout.receptacles.values() if r.kind == ("drawer" if "cab" in kind else "fridge"))
-        head = [str(rng.choice([k for k in all_kinds if _fits(inside, k, cfg)]))]
+        head = [str(rng.choice([k for k in all_kinds if fits(inside, k, cfg)]))]
     else:
         head = [str(rng.choice(all_kinds))]
-    return head + [str(k) for k in rng.choice(all_kinds, n_distractors)]
+    kinds = head + [str(k) for k in rng.choice(all_kinds, n_distractors)]
+    if kind in MOVE_SKILLS:  # some object must fit a fridge shelf and a drawer (any may be the target)
+        recs = [next(r for r in layout.receptacles.values() if r.kind == k) for k in ("fridge", "drawer")]
+        fitting = [k for k in all_kinds if all(fits(r, k, cfg) for r in recs)]
+        if not any(k in fitting for k in kinds):
+            kinds[0] = str(rng.choice(fitting))
+    return kinds
 
 
 def _surfaces(layout: ApartmentLayout, containers: bool | None = False) -> list[Receptacle]:
@@ -342,19 +150,26 @@ def _surfaces(layout: ApartmentLayout, containers: bool | None = False) -> list[
 
 
 @dataclass
+class _Slot:
+    name: str  # "obj_i"
+    kind: str
+    receptacle: str
+
+
+@dataclass
 class _Plan:
     """Which object goes where: start receptacle per object, target objects and goal receptacles."""
 
     slots: list[_Slot]
     targets: list[tuple[str, str]]  # (object name, goal receptacle name), plan order
     art_states: dict[str, float]
-    info: dict[str, Any]
+    info: dict[str, Any] = field(default_factory=dict)
 
 
-def _plan(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> _Plan | None:
+def _plan(kind: str, ctx: LayoutContext, rng: np.random.Generator, draw: _Draw) -> _Plan | None:
     """Start receptacles, targets and joint states for one episode attempt."""
     layout, cfg = ctx.layout, ctx.cfg
-    art = _closed_states(layout)
+    art = closed_states(layout)
     info: dict[str, Any] = {}
     open_surfaces = _surfaces(layout, containers=False)
     everywhere = _surfaces(layout, containers=None)
@@ -362,16 +177,33 @@ def _plan(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> _Plan | N
     drawers = [r for r in everywhere if r.kind == "drawer"]
 
     def pick(options: Sequence[Receptacle], kind_name: str, exclude: str | None = None) -> str | None:
-        ok = [r.name for r in options if _fits(r, kind_name, cfg) and r.name != exclude]
+        ok = [r.name for r in options if fits(r, kind_name, cfg) and r.name != exclude]
         return None if not ok else str(ok[int(rng.integers(len(ok)))])
 
     n = len(ctx.kinds)
     starts: list[str | None] = [None] * n
     targets: list[tuple[str, str | None]] = []
-    if kind in SKILL_KINDS:
+    if kind in MOVE_SKILLS:
+        # the drawn receptacle is where the skill works: pick's start, place's goal, nav's destination
+        # (the object, or its place goal when the robot starts holding it); the other end is open
+        options = {"surface": open_surfaces, "fridge": fridge_shelves, "drawer": drawers}[str(draw.where)]
+        eligible = [i for i in range(n) if any(fits(r, ctx.kinds[i], cfg) for r in options)]
+        t = eligible[int(rng.integers(len(eligible)))]
+        inside = pick(options, ctx.kinds[t])
+        if inside is None:
+            return None
+        other = pick(open_surfaces, ctx.kinds[t], exclude=inside)
+        at_goal = kind == "place" or draw.holding
+        starts[t], goal = (other, inside) if at_goal else (inside, other)
+        targets.append((f"obj_{t}", goal))
+        container = layout.receptacles[inside].container
+        if container is not None:  # opened, like rearrange_easy's containers; the others stay shut
+            art[container] = open_state(layout, container, cfg)
+        info["receptacle_kind"] = draw.where
+    elif kind in SKILL_KINDS:
         t = int(rng.integers(n))
         if kind in ("open_cab", "close_cab"):
-            eligible = [i for i in range(n) if _fits(drawers[0], ctx.kinds[i], cfg)]
+            eligible = [i for i in range(n) if fits(drawers[0], ctx.kinds[i], cfg)]
             t = eligible[int(rng.integers(len(eligible)))]
             drawer = drawers[int(rng.integers(len(drawers)))]
             starts[t] = drawer.name
@@ -383,7 +215,7 @@ def _plan(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> _Plan | N
                 f = rng.uniform(*cfg["articulated"]["close_drawer_start"])
                 art[dname] = float(np.clip(lo + f * (hi - lo), lo, hi))
         elif kind in ("open_fridge", "close_fridge"):
-            eligible = [i for i in range(n) if any(_fits(r, ctx.kinds[i], cfg) for r in fridge_shelves)]
+            eligible = [i for i in range(n) if any(fits(r, ctx.kinds[i], cfg) for r in fridge_shelves)]
             t = eligible[int(rng.integers(len(eligible)))]
             starts[t] = pick(fridge_shelves, ctx.kinds[t])
             a = layout.articulated["fridge"]
@@ -391,8 +223,6 @@ def _plan(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> _Plan | N
             if kind == "close_fridge":
                 art["fridge"] = float(np.clip(rng.uniform(*cfg["articulated"]["close_fridge_start"]),
                                               *a.joint_range))
-        else:
-            starts[t] = pick(open_surfaces, ctx.kinds[t])
         if starts[t] is None:
             return None
         targets.append((f"obj_{t}", pick(open_surfaces, ctx.kinds[t], exclude=starts[t])))
@@ -403,10 +233,10 @@ def _plan(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> _Plan | N
         # the fridge and the drawers the targets come from or go to start open; the other drawers stay
         # shut (open ones stick out 0.45 m and keep the robot from reaching the counter top above them)
         used = {layout.receptacles[r].container for r in [*starts, *(g for _, g in targets)] if r is not None}
-        art.update({name: _open_state(layout, name, cfg) for name in layout.articulated
+        art.update({name: open_state(layout, name, cfg) for name in layout.articulated
                     if name == "fridge" or name in used})
     elif kind == "prepare_groceries":
-        art["fridge"] = _open_state(layout, "fridge", cfg)
+        art["fridge"] = open_state(layout, "fridge", cfg)
         counter = [r for r in everywhere if r.kind == "counter"]
         for t in range(cfg["scenarios"]["prepare_groceries_targets"]):
             to_fridge = t % 2 == 0 if t < 2 else bool(rng.random() < 0.5)
@@ -416,25 +246,36 @@ def _plan(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> _Plan | N
     elif kind == "set_table":
         table = _dining_table(layout)
         drawer = drawers[int(rng.integers(len(drawers)))]
-        starts[0] = drawer.name if _fits(drawer, ctx.kinds[0], cfg) else None
+        starts[0] = drawer.name if fits(drawer, ctx.kinds[0], cfg) else None
         starts[1] = pick(fridge_shelves, ctx.kinds[1])
         targets = [("obj_0", table.name), ("obj_1", table.name)]
         info.update(drawer=drawer.container or drawer.name,
                     drawer_handle=layout.articulated[drawer.container or drawer.name].handle,
                     fridge_handle=layout.articulated["fridge"].handle)
+    # distractors: anywhere (inside shut containers too) for the scenarios and the move skills, clutter
+    # as in rearrange_easy; open surfaces and drawers for the open/close skills
+    clutter = everywhere if kind in SCENARIO_KINDS or kind in MOVE_SKILLS else open_surfaces + drawers
     for i in range(n):
         if starts[i] is None and all(name != f"obj_{i}" for name, _ in targets):
-            starts[i] = pick(everywhere if kind in SCENARIO_KINDS else open_surfaces + drawers, ctx.kinds[i])
+            starts[i] = pick(clutter, ctx.kinds[i])
     if any(s is None for s in starts) or any(g is None for _, g in targets):
         return None
     slots = [_Slot(f"obj_{i}", ctx.kinds[i], str(starts[i])) for i in range(n)]
     return _Plan(slots, [(o, str(g)) for o, g in targets], art, info)
 
 
-def _attempt(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> tuple | None:
+def _dining_table(layout: ApartmentLayout) -> Receptacle:
+    """The largest table (the dining table)."""
+    tables = [r for r in layout.receptacles.values() if r.kind == "table"]
+    if not tables:
+        raise GenerationError(f"layout {layout.seed} has no table for set_table")
+    return max(tables, key=lambda r: (r.half_extent[0] * r.half_extent[1], r.name))
+
+
+def _attempt(kind: str, ctx: LayoutContext, rng: np.random.Generator, draw: _Draw) -> tuple | None:
     """One try at an episode: plan, place, settle, goals, spawn. None if any step fails."""
     cfg, layout = ctx.cfg, ctx.layout
-    plan = _plan(kind, ctx, rng)
+    plan = _plan(kind, ctx, rng, draw)
     if plan is None:
         return None
     target_names = {o for o, _ in plan.targets}
@@ -446,11 +287,12 @@ def _attempt(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> tuple 
         pos = ctx.surface_pose(rec, slot.kind, plan.art_states, rng, occupied.setdefault(rec.name, []))
         if pos is None:
             return None
-        if slot.name in target_names and not ctx.reachable(ctx.reach_pos(rec, pos, plan.art_states), plan.art_states):
+        if slot.name in target_names and not ctx.reachable(ctx.reach_pos(rec, pos, plan.art_states),
+                                                           plan.art_states, rec):
             return None
         pos[2] += cfg["settle"]["drop_clearance"]
         occupied[rec.name].append((pos, OBJECT_KINDS[slot.kind].radius))
-        poses[slot.name] = (pos, _yaw_quat(float(rng.uniform(-np.pi, np.pi))))
+        poses[slot.name] = (pos, yaw_quat(float(rng.uniform(-np.pi, np.pi))))
     park = ctx.park_point(rng, [p for p, _ in poses.values()])
     settled = ctx.settle(poses, plan.art_states, park)
     if settled is None:
@@ -468,36 +310,40 @@ def _attempt(kind: str, ctx: _LayoutContext, rng: np.random.Generator) -> tuple 
             if pos is None:
                 return None
             far = np.linalg.norm(pos - settled[obj][0]) >= cfg["placement"]["goal_min_distance"]
-            if far and ctx.reachable(ctx.reach_pos(rec, pos, plan.art_states), plan.art_states):
+            if far and ctx.reachable(ctx.reach_pos(rec, pos, plan.art_states), plan.art_states, rec):
                 goals.append(TargetSpec(obj, [float(v) for v in pos], rec.name))
                 break
         else:
             return None
     info = dict(plan.info)
-    start = _spawn(kind, ctx, rng, settled, plan, goals, info)
+    start = _spawn(kind, ctx, rng, settled, plan, goals, info, draw)
     if start is None:
         return None
     return plan, settled, goals, start, info
 
 
-def _spawn(kind: str, ctx: _LayoutContext, rng: np.random.Generator,
+def _spawn(kind: str, ctx: LayoutContext, rng: np.random.Generator,
            settled: dict[str, tuple[np.ndarray, np.ndarray]], plan: _Plan, goals: list[TargetSpec],
-           info: dict[str, Any]) -> dict[str, Any] | None:
+           info: dict[str, Any], draw: _Draw) -> dict[str, Any] | None:
     """The robot start of an episode (and kind-specific info), habitat-lab's rules per kind."""
     art = plan.art_states
     target = goals[0].object if goals else None
-    if kind == "pick":
-        return ctx.spawn_near(rng, settled[target][0][:2], settled, art)
-    if kind == "place":
-        info["start_holding"] = target
-        return ctx.spawn_near(rng, np.asarray(goals[0].goal_pos[:2]), settled, art, grasped=target)
-    if kind == "nav":
-        holding = bool(rng.random() < ctx.cfg["nav"]["object_in_hand_prob"])
-        goal = np.asarray(goals[0].goal_pos) if holding else settled[target][0]
-        info["nav_goal"] = [float(v) for v in goal]
-        if holding:
+    if kind in ("pick", "place"):
+        pos = np.asarray(goals[0].goal_pos) if kind == "place" else settled[target][0]
+        rec = ctx.layout.receptacles[goals[0].goal_receptacle if kind == "place" else plan.slots[
+            int(target.split("_")[1])].receptacle]
+        sees = None
+        if rec.container is not None and ctx.cfg["spawn"]["see_opening"]:
+            sees = ctx.opening_stand(pos, art, rec)
+        if kind == "place":
             info["start_holding"] = target
-        return ctx.spawn_anywhere(rng, settled, art, grasped=target if holding else None, far_from=goal,
+        return ctx.spawn_near(rng, pos[:2], settled, art, grasped=target if kind == "place" else None, sees=sees)
+    if kind == "nav":
+        goal = np.asarray(goals[0].goal_pos) if draw.holding else settled[target][0]
+        info["nav_goal"] = [float(v) for v in goal]
+        if draw.holding:
+            info["start_holding"] = target
+        return ctx.spawn_anywhere(rng, settled, art, grasped=target if draw.holding else None, far_from=goal,
                                   min_geodesic=ctx.cfg["nav"]["min_start_distance"])
     if kind == "close_fridge":
         return ctx.spawn_outside_door(rng, info["articulated"], settled, art)
@@ -506,10 +352,11 @@ def _spawn(kind: str, ctx: _LayoutContext, rng: np.random.Generator,
     return ctx.spawn_anywhere(rng, settled, art)
 
 
-def _make_episode(kind: str, split: str, seed: int, index: int, ctx: _LayoutContext) -> Episode:
+def _make_episode(kind: str, split: str, seed: int, index: int, ctx: LayoutContext) -> Episode:
     rng = np.random.default_rng([seed, EPISODE_KINDS.index(kind), index])
+    draw = _draw(kind, ctx.cfg, seed, index, rng)
     for _ in range(int(ctx.cfg["max_attempts"])):
-        result = _attempt(kind, ctx, rng)
+        result = _attempt(kind, ctx, rng, draw)
         if result is None:
             continue
         plan, settled, goals, start, info = result
@@ -519,7 +366,8 @@ def _make_episode(kind: str, split: str, seed: int, index: int, ctx: _LayoutCont
         return Episode(episode_id=f"{kind}_{split}_{seed}_{index}", kind=kind, split=split,
                        layout_seed=ctx.layout.seed, objects=objects, targets=goals,
                        art_states=dict(plan.art_states), robot_start=start, info=info)
-    raise GenerationError(f"could not generate a '{kind}' episode on layout {ctx.layout.seed} "
+    where = f" (target receptacle: {draw.where})" if draw.where else ""
+    raise GenerationError(f"could not generate a '{kind}' episode{where} on layout {ctx.layout.seed} "
                           f"in {ctx.cfg['max_attempts']} attempts")
 
 
@@ -534,6 +382,8 @@ def generate_episodes(kind: str, split: str, count: int, seed: int, *,
     if count < 0:
         raise ValueError(f"count must be >= 0, got {count}")
     cfg = load_generator_config() if cfg is None else cfg
+    if kind in MOVE_SKILLS:
+        _shares(cfg, kind)  # a bad share fails here, before any sim is built
     seeds = layout_seeds(split)
     kind_id = EPISODE_KINDS.index(kind)
     order_rng = np.random.default_rng([seed, kind_id, zlib.crc32(split.encode())])
@@ -542,13 +392,12 @@ def generate_episodes(kind: str, split: str, count: int, seed: int, *,
     for layout_seed in sorted(set(layout_of)):
         layout = generate_layout(layout_seed)
         kinds = _kinds_for_layout(kind, np.random.default_rng([seed, kind_id, layout_seed]), cfg, layout)
-        ctx = _LayoutContext(layout, kinds, cfg, sim_cfg)
+        ctx = LayoutContext(layout, kinds, cfg, sim_cfg)
         try:
             for i in (i for i in range(count) if layout_of[i] == layout_seed):
                 episodes[i] = _make_episode(kind, split, seed, i, ctx)
                 if progress is not None:
                     progress(1)
         finally:
-            if hasattr(ctx.sim, "close"):
-                ctx.sim.close()
+            ctx.close()
     return [e for e in episodes if e is not None]

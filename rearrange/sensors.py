@@ -60,8 +60,9 @@ def _rel_ee(sim: Any, point_world: np.ndarray | None) -> np.ndarray:
 
 
 def head_depth(sim: Any, target: SensorTarget) -> np.ndarray:
-    """Head camera depth image (H, W, 1), metres, clipped to [0, max_depth]."""
-    return np.asarray(sim.render_head_depth(), dtype=np.float32)
+    """Head camera depth image (H, W, 1), metres, clipped to [0, max_depth]; rendered or ray-cast
+    (`camera.head.backend`), both z-depth along the optical axis."""
+    return np.asarray(sim.head_depth(), dtype=np.float32)
 
 
 def joint(sim: Any, target: SensorTarget) -> np.ndarray:
@@ -178,10 +179,14 @@ def wrap_angle(a: float) -> float:
 def camera_settings(sim_cfg: Mapping[str, Any] | None) -> tuple[tuple[int, int], float]:
     """(depth (height, width), max_depth) of the head camera from a sim config (`configs/sim/`).
 
-    Keys missing from `sim_cfg` (or no `sim_cfg`) come from `configs/sim/default.yaml`.
+    Keys missing from `sim_cfg` (or no `sim_cfg`) come from `configs/sim/default.yaml`. Both depth
+    backends (`camera.head.backend`: render, raycast) give this shape; an unknown backend is a ValueError.
     """
+    from rearrange.raycast import check_depth_backend
+
     cam = dict(_default_head_camera())
     cam.update(((sim_cfg or {}).get("camera", {}) or {}).get("head", {}) or {})
+    check_depth_backend(str(cam["backend"]))
     return (int(cam["height"]), int(cam["width"])), float(cam["max_depth"])
 
 

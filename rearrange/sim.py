@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rearrange import robot as robot_mjcf
 from rearrange.layout import ApartmentLayout, Box
+from rearrange.raycast import HeadDepthRaycaster, check_depth_backend
 from rearrange.render import SceneRenderer, fixed_camera, free_camera
 from rearrange.scene import HELD_OBJECT_COL, OBJECT_COL, build_scene_xml, park_position
 
@@ -63,6 +64,7 @@ class RearrangeSim:
         self._n_sub = int(self.cfg["physics"]["substeps"])
         cam = self.cfg["camera"]
         self._far = float(cam["head"]["max_depth"]) * 4.0
+        self._depth_backend = check_depth_backend(str(cam["head"]["backend"]))
         m.vis.map.znear = float(cam["head"]["near"]) / m.stat.extent
         m.vis.map.zfar = self._far / m.stat.extent
         m.vis.global_.fovy = float(cam["third"]["fovy_deg"])
@@ -99,6 +101,11 @@ class RearrangeSim:
         self._obj_qadr = {n: m.jnt_qposadr[jid(f"{n}_joint")] for n in names.objects}
         self._obj_dadr = {n: m.jnt_dofadr[jid(f"{n}_joint")] for n in names.objects}
         self._obj_geoms = {n: np.flatnonzero(m.geom_bodyid == self._obj_body[n]) for n in names.objects}
+        self._obj_index = {n: k for k, n in enumerate(names.objects)}
+        self._geom_obj = np.full(m.ngeom, -1, dtype=np.int64)  # geom -> index of its object, -1 none
+        for name, geoms in self._obj_geoms.items():
+            self._geom_obj[geoms] = self._obj_index[name]
+        self._pyramidal = int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
         self.art_names: tuple[str, ...] = names.articulated
         self._art_qadr = {n: m.jnt_qposadr[jid(f"{n}_joint")] for n in names.articulated}
         self._art_dadr = {n: m.jnt_dofadr[jid(f"{n}_joint")] for n in names.articulated}
@@ -111,6 +118,7 @@ class RearrangeSim:
                 and m.geom_type[g] == mujoco.mjtGeom.mjGEOM_BOX]
             for n, b in art_bodies.items()
         }
+        self._art_geom_index = {n: np.array(g, dtype=np.int64) for n, g in self._art_geoms.items()}
         self._handle_body = {h: bid(h) for h in names.handles}
         self._handle_geom = {
             h: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{h}_geom") for h in names.handles
@@ -128,12 +136,20 @@ class RearrangeSim:
         yaw = np.array([b.yaw for b in obstacles], dtype=np.float64)
         self._obs_cos, self._obs_sin = np.cos(yaw), np.sin(yaw)
         self._radius = float(self.cfg["base"]["radius"])
+        # per-step settings, read once (step() runs ~1,000 times a second)
+        self._delta_per_step = float(self.cfg["arm"]["delta_per_step"])
+        self._max_target_lead = float(self.cfg["arm"]["max_target_lead"])
+        self._stall_force = float(self.cfg["base"]["stall_force"])
+        self._max_lin = float(self.cfg["base"]["max_lin_per_step"])
+        self._max_ang = float(self.cfg["base"]["max_ang_per_step"])
+        self._resting_pos_base = np.asarray(self.cfg["arm"]["resting_pos_base"], dtype=np.float64)
 
         self._state_buf = np.zeros(mujoco.mj_stateSize(m, _STATE_SPEC))
         self._f6 = np.zeros(6)
         self._renderer: SceneRenderer | None = None
         self._navmap: NavMap | None = None
         self._head_cam = fixed_camera(m, robot_mjcf.HEAD_CAMERA)
+        self._raycaster: HeadDepthRaycaster | None = None
         self._arm_target = self.REST_ARM_QPOS.copy()
         self._base_xy = np.zeros(2)
         self._base_yaw = 0.0
@@ -200,12 +216,10 @@ class RearrangeSim:
     def step(self, arm: Sequence[float], grip: float | None, base: Sequence[float]) -> None:
         """One policy step: arm joint deltas in [-1, 1], grip (>= 0 grasp, < 0 release, None keep), base (lin, ang)."""
         m, d = self.model, self.data
-        delta = np.clip(np.asarray(arm, dtype=np.float64), -1.0, 1.0) * float(
-            self.cfg["arm"]["delta_per_step"]
-        )
+        delta = np.clip(np.asarray(arm, dtype=np.float64), -1.0, 1.0) * self._delta_per_step
         # The target may lead the joint by at most max_target_lead: a blocked arm does not wind up its servo.
         q = d.qpos[self._arm_qadr]
-        lead = float(self.cfg["arm"]["max_target_lead"])
+        lead = self._max_target_lead
         target = np.clip(self._arm_target + delta, q - lead, q + lead)
         self._arm_target = np.clip(target, self.arm_limits[:, 0], self.arm_limits[:, 1])
         d.ctrl[self._arm_act] = self._arm_target
@@ -220,7 +234,7 @@ class RearrangeSim:
         new_xy, new_yaw, blocked = self._move_base(np.asarray(base, dtype=np.float64))
         moving = bool(np.any(new_xy != start_xy) or new_yaw != start_yaw)
         vel = np.array([*(new_xy - start_xy), new_yaw - start_yaw]) / (self._n_sub * m.opt.timestep)
-        stall = float(self.cfg["base"]["stall_force"])
+        stall = self._stall_force
         xy, yaw = start_xy, start_yaw
         force = 0.0
         for k in range(1, self._n_sub + 1):
@@ -254,17 +268,26 @@ class RearrangeSim:
         mujoco.mj_comPos(m, d)
 
     # ------------------------------------------------------------------ base
-    def _penetration(self, xy: np.ndarray) -> float:
+    def _obstacle_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Centres, half sizes, cos and sin of yaw of every base obstacle box: walls, furniture
+        footprints and the open doors and drawers where they are now (as `moving_part_boxes`)."""
+        open_parts = [self._art_geom_index[n] for n in self.art_names
+                      if abs(self.art_q(n) - self._art_range[n][0]) > 0.02]
+        if not open_parts:
+            return self._obs_c, self._obs_h, self._obs_cos, self._obs_sin
+        g = np.concatenate(open_parts)
+        x = self.data.geom_xmat[g]
+        yaw = np.arctan2(x[:, 3], x[:, 0])
+        return (np.vstack([self._obs_c, self.data.geom_xpos[g, :2]]),
+                np.vstack([self._obs_h, self.model.geom_size[g, :2]]),
+                np.concatenate([self._obs_cos, np.cos(yaw)]), np.concatenate([self._obs_sin, np.sin(yaw)]))
+
+    def _penetration(self, xy: np.ndarray, obstacles: tuple[np.ndarray, ...] | None = None) -> float:
         """How deep the base disc at `xy` reaches into the nearest obstacle box (0 = free): walls,
         furniture footprints and the open doors and drawers where they are now (the base does not
-        shove a drawer shut or a door aside; a closed one lies inside its furniture footprint)."""
-        centers, halves, cos, sin = self._obs_c, self._obs_h, self._obs_cos, self._obs_sin
-        moving = self.moving_part_boxes()
-        if moving:
-            yaw = np.array([b.yaw for b in moving])
-            centers = np.vstack([centers, [b.center[:2] for b in moving]])
-            halves = np.vstack([halves, [b.half_size[:2] for b in moving]])
-            cos, sin = np.concatenate([cos, np.cos(yaw)]), np.concatenate([sin, np.sin(yaw)])
+        shove a drawer shut or a door aside; a closed one lies inside its furniture footprint).
+        `obstacles`: `_obstacle_arrays()` computed once for several queries in the same state."""
+        centers, halves, cos, sin = obstacles if obstacles is not None else self._obstacle_arrays()
         dx, dy = xy[0] - centers[:, 0], xy[1] - centers[:, 1]
         lx = cos * dx + sin * dy
         ly = -sin * dx + cos * dy
@@ -278,23 +301,24 @@ class RearrangeSim:
         return self._penetration(np.asarray(xy, dtype=np.float64)) == 0.0
 
     def _move_base(self, base: np.ndarray) -> tuple[np.ndarray, float, bool]:
-        lin = float(np.clip(base[0], -1.0, 1.0)) * float(self.cfg["base"]["max_lin_per_step"])
-        ang = float(np.clip(base[1], -1.0, 1.0)) * float(self.cfg["base"]["max_ang_per_step"])
+        lin = min(max(float(base[0]), -1.0), 1.0) * self._max_lin
+        ang = min(max(float(base[1]), -1.0), 1.0) * self._max_ang
         yaw = self._base_yaw + ang
         mid = self._base_yaw + ang / 2
         delta = lin * np.array([np.cos(mid), np.sin(mid)])
         xy = self._base_xy
         if lin == 0.0:
             return xy.copy(), yaw, False
-        allowed = self._penetration(xy) + 1e-9
+        obstacles = self._obstacle_arrays()
+        allowed = self._penetration(xy, obstacles) + 1e-9
         cand = xy + delta
-        if self._penetration(cand) <= allowed:
+        if self._penetration(cand, obstacles) <= allowed:
             return cand, yaw, False
         order = (0, 1) if abs(delta[0]) >= abs(delta[1]) else (1, 0)
         for axis in order:
             slide = xy.copy()
             slide[axis] += delta[axis]
-            if abs(delta[axis]) > 1e-9 and self._penetration(slide) <= allowed:
+            if abs(delta[axis]) > 1e-9 and self._penetration(slide, obstacles) <= allowed:
                 return slide, yaw, True
         return xy.copy(), yaw, True
 
@@ -349,7 +373,7 @@ class RearrangeSim:
 
     @property
     def resting_pos_base(self) -> np.ndarray:
-        return np.asarray(self.cfg["arm"]["resting_pos_base"], dtype=np.float64)
+        return self._resting_pos_base.copy()
 
     def to_base(self, p_world: Sequence[float]) -> np.ndarray:
         """A world point in the base frame (x forward, y left, origin on the floor under the base)."""
@@ -539,7 +563,8 @@ class RearrangeSim:
         """Summed normal contact force (robot vs scene, held object vs scene) at the current step.
 
         The first is the measure tasks penalise (habitat excludes the held object); the base stall
-        check uses both.
+        check uses both. Vectorised: this runs every physics substep, and most substeps have no
+        robot contact at all (early exit).
         """
         d = self.data
         n = d.ncon
@@ -547,21 +572,29 @@ class RearrangeSim:
             return 0.0, 0.0
         geoms = d.contact.geom[:n]
         is_r = self._is_robot_geom[geoms]
-        mask = is_r[:, 0] ^ is_r[:, 1]
-        held = np.zeros(n, dtype=bool)
-        if self._grasped in self._obj_geoms:
-            is_h = np.isin(geoms, self._obj_geoms[self._grasped])
+        robot = is_r[:, 0] ^ is_r[:, 1]
+        held = None
+        if self._grasped in self._obj_index:
+            is_h = self._geom_obj[geoms] == self._obj_index[self._grasped]
             held = (is_h[:, 0] ^ is_h[:, 1]) & ~(is_r[:, 0] | is_r[:, 1])
-            mask &= ~is_h.any(axis=1)
-        robot = held_total = 0.0
-        f6 = self._f6
-        for i in np.flatnonzero(mask | held):
-            mujoco.mj_contactForce(self.model, d, int(i), f6)
-            if mask[i]:
-                robot += abs(f6[0])
-            else:
-                held_total += abs(f6[0])
-        return robot, held_total
+            robot &= ~is_h.any(axis=1)
+        if not robot.any() and (held is None or not held.any()):
+            return 0.0, 0.0
+        normal = self._normal_forces(n)
+        return float(normal[robot].sum()), (float(normal[held].sum()) if held is not None else 0.0)
+
+    def _normal_forces(self, n: int) -> np.ndarray:
+        """Normal force of each of the `n` contacts (N), as `mj_contactForce` reports it."""
+        d = self.data
+        if self._pyramidal:
+            # a pyramidal contact's normal force is the sum of its pyramid edge forces
+            rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_CONTACT_PYRAMIDAL
+            return np.abs(np.bincount(d.efc_id[rows], weights=d.efc_force[rows], minlength=n))
+        out = np.zeros(n)
+        for i in range(n):
+            mujoco.mj_contactForce(self.model, d, i, self._f6)
+            out[i] = abs(self._f6[0])
+        return out
 
     # ------------------------------------------------------------------ navigation map
     @property
@@ -577,6 +610,24 @@ class RearrangeSim:
         if self._renderer is None:
             self._renderer = SceneRenderer(self.model)
         return self._renderer
+
+    def head_depth(self) -> np.ndarray:
+        """The head_depth observation from `camera.head.backend`: rendered (GL) or ray-cast, same semantics."""
+        if self._depth_backend == "raycast":
+            return self.raycast_head_depth()
+        return self.render_head_depth()
+
+    def raycast_head_depth(self) -> np.ndarray:
+        """Head camera depth by ray casting (`rearrange.raycast`), as `render_head_depth` without GL."""
+        if self._raycaster is None:
+            c = self.cfg["camera"]["head"]
+            # rays start at the camera, just in front of the head box it is mounted on: never see the head
+            head = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "head_pan")
+            self._raycaster = HeadDepthRaycaster(
+                self.model, robot_mjcf.HEAD_CAMERA, int(c["width"]), int(c["height"]), float(c["max_depth"]),
+                exclude_body=head,
+            )
+        return self._raycaster.depth(self.data)
 
     def render_head_depth(self) -> np.ndarray:
         """Head camera depth, (H, W, 1) float32 metres clipped to [0, camera.head.max_depth]."""

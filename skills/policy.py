@@ -3,7 +3,10 @@
 
 The checkpoint (written by `train-skill` through `trainer.checkpoint`) carries the policy weights, the
 resolved training config (with its `skill` node: which skill, with or without base movement) and the
-observation/action spaces, which is all that is needed to rebuild the actor-critic here.
+observation/action spaces, which is all that is needed to rebuild the actor-critic here. Observation
+normalisation statistics (`policy.obs_norm`) live in the model's state dict and are applied by the
+network itself. A policy trained with `policy.prev_action` observes its previous action: the policy
+fills `prev_action` itself from its own last action (zeros after `reset`), so envs need no wrapper.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from rearrange.actions import expand_action
 from skills.definitions import SkillDef, skill_def_from_config
 from trainer.checkpoint import CheckpointError, load_checkpoint
 from trainer.networks import ActorCritic, observation_spaces
+from trainer.wrappers import PREV_ACTION_KEY, previous_action_obs
 
 
 class SkillPolicy:
@@ -31,9 +35,10 @@ class SkillPolicy:
         self.config = config
         self.obs_space = obs_space
         self.deterministic = deterministic
-        self.obs_keys = tuple(observation_spaces(obs_space).keys())
-        self.hidden = actor_critic.initial_hidden(1)
-        self.episode_start = torch.ones(1, dtype=torch.bool)
+        self.spaces = observation_spaces(obs_space)
+        self.uses_prev_action = PREV_ACTION_KEY in self.spaces
+        self.obs_keys = tuple(k for k in self.spaces if k != PREV_ACTION_KEY)  # keys the env must give
+        self.reset()
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, deterministic: bool = True) -> SkillPolicy:
@@ -62,9 +67,11 @@ class SkillPolicy:
         return self.skill.name
 
     def reset(self) -> None:
-        """Start a new skill call: zero recurrent state."""
+        """Start a new skill call: zero recurrent state and previous action."""
         self.hidden = self.actor_critic.initial_hidden(1)
         self.episode_start = torch.ones(1, dtype=torch.bool)
+        if self.uses_prev_action:
+            self.prev_action = np.zeros(self.spaces[PREV_ACTION_KEY].shape, np.float32)
 
     @torch.no_grad()
     def act(self, obs: Mapping[str, Any]) -> np.ndarray:
@@ -72,16 +79,20 @@ class SkillPolicy:
         missing = [k for k in self.obs_keys if k not in obs]
         if missing:
             raise KeyError(f"observation lacks {', '.join(missing)} needed by skill {self.skill.name}")
-        spaces = observation_spaces(self.obs_space)
         for k in self.obs_keys:
-            if np.shape(obs[k]) != spaces[k].shape:
+            if np.shape(obs[k]) != self.spaces[k].shape:
                 raise ValueError(f"observation '{k}' has shape {np.shape(obs[k])}, skill {self.skill.name} was "
-                                 f"trained on {spaces[k].shape} (check sim.camera.head width/height)")
+                                 f"trained on {self.spaces[k].shape} (check sim.camera.head width/height)")
         batch = {k: torch.as_tensor(np.asarray(obs[k], dtype=np.float32)).unsqueeze(0) for k in self.obs_keys}
+        if self.uses_prev_action:
+            batch[PREV_ACTION_KEY] = torch.as_tensor(self.prev_action).unsqueeze(0)
         out = self.actor_critic.act(batch, self.hidden, self.episode_start, deterministic=self.deterministic)
         self.hidden = out.hidden
         self.episode_start = torch.zeros(1, dtype=torch.bool)
-        return np.clip(out.action[0].cpu().numpy().astype(np.float64), -1.0, 1.0)
+        action = out.action[0].cpu().numpy().astype(np.float64)
+        if self.uses_prev_action:  # what the training wrapper records: the action clipped to the Box
+            self.prev_action = previous_action_obs(action, self.actor_critic.action_space)
+        return np.clip(action, -1.0, 1.0)
 
     def full_action(self, subset_action: np.ndarray) -> np.ndarray:
         """The skill action written into the 11-dim full action vector (unused entries 0)."""

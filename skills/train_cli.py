@@ -1,9 +1,11 @@
 """`train-skill`: train one of the seven skills with VER (or NoVER / sync) on the embedded HAB.
 
-Composes `configs/train_skill.yaml` (trainer, policy, sim and skill groups plus Hydra overrides),
-prepares an episode dataset (the given `dataset.path`, or one generated once and cached under the
-run's `episodes/` folder), and calls `trainer.train.train(cfg, env_fn)` with a picklable env factory.
-Checkpoints hold the resolved config (with its `skill` node), so `skills.policy.SkillPolicy` can
+Composes `configs/train_skill.yaml` (trainer, policy, sim, skill and profile groups plus Hydra
+overrides), validates it, prepares an episode dataset (the given `dataset.path`, or one generated
+once and cached under the run's `episodes/` folder), and calls `trainer.train.train(cfg, env_fn)`
+with a picklable env factory. The training profile (`configs/profile/`: `paper` or `cpu`) is one
+switch, `profile=...`; its default `auto` is resolved here (`resolve_profile`). Checkpoints hold the
+resolved config (with its `skill` node and the profile's name), so `skills.policy.SkillPolicy` can
 rebuild and run the trained policy. Bad input: one line on stderr, exit code 2.
 """
 
@@ -13,21 +15,26 @@ import argparse
 import functools
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig
 
 from rearrange.episodes import EpisodeFileError, load_episodes, save_episodes
 from rearrange.tasks.skill_tasks import make_skill_task
 from skills.definitions import SKILL_NAMES, skill_def_from_config
-from trainer.checkpoint import CheckpointError, load_checkpoint
-from trainer.config import ConfigError, compose, exit_with_error, to_plain, unknown_choice
+from trainer.config import ConfigError, exit_with_error, to_plain, unknown_choice
 
 EPILOG = f"""\
 skills: {', '.join(SKILL_NAMES)}
+
+training profile, one switch: profile=cpu|paper|auto (configs/profile/; other overrides apply on top):
+  profile=auto                      default: paper on a machine with a CUDA GPU, else cpu
+  profile=paper                     the VER paper's setup (Table A1): 128x128 head depth, resnet18_half,
+                                    16 envs x 128 steps per rollout; for GPU machines
+  profile=cpu                       small network, low-resolution depth, few envs: for a few CPU cores
 
 overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups):
   trainer=ver|nover|sync            collection mode (configs/trainer/)
@@ -36,18 +43,17 @@ overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups)
   trainer.total_steps=100000        env steps to train for
   trainer.seed=0                    run seed
   policy=cnn_small|resnet18_half    network (configs/policy/); resnet18_half is the paper's
-  sim.camera.head.width=96 sim.camera.head.height=96   depth resolution (default 128x128)
+  sim.camera.head.width=96 sim.camera.head.height=96   depth resolution
   skill.base_movement=false         the ablation without base movement (manipulation skills)
   dataset.path=eps.json.gz          train on these episodes (default: generate dataset.count)
   output_dir=runs/pick              where config.yaml, metrics.jsonl, tensorboard/, checkpoints/ go
 
 examples:
-  train-skill --skill pick
-  train-skill --skill pick --out runs/pick_cpu trainer.num_envs=4 trainer.num_steps=64 \\
-      sim.camera.head.width=64 sim.camera.head.height=64
-  train-skill --skill open_fridge policy=resnet18_half trainer.num_envs=16
+  train-skill --skill pick                        # profile=auto
+  train-skill --skill pick profile=cpu --out runs/pick_cpu
+  train-skill --skill open_fridge profile=paper trainer.num_envs=8
   train-skill --skill place skill.base_movement=false --out runs/place_nobase
-  train-skill --resume runs/pick_cpu              # continue from the newest checkpoint
+  train-skill --resume runs/pick_cpu              # continue from the newest checkpoint (same profile)
 
 exit codes: 0 done, 2 bad input, 130 interrupted (a checkpoint was written), 1 env failing repeatedly.
 """
@@ -107,45 +113,57 @@ def prepare_dataset(cfg: DictConfig, output_dir: str | os.PathLike) -> str:
     return str(path)
 
 
-def _resume_config(resume: str, overrides: list[str]) -> tuple[DictConfig, str]:
-    """The resumed run's config (from its checkpoint) with command-line overrides applied."""
-    from trainer.train import resolve_checkpoint
+def profile_names() -> list[str]:
+    """The options of the `profile` config group (configs/profile/*.yaml), `auto` included."""
+    folder = resources.files("configs") / "profile"
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
 
-    try:
-        path = resolve_checkpoint(resume)
-        state = load_checkpoint(path)
-    except CheckpointError as exc:
-        exit_with_error(str(exc))
-    config = state["config"]
-    if not isinstance(config, Mapping) or "skill" not in config:
-        exit_with_error(f"checkpoint {path} is not a train-skill checkpoint (its config has no skill)")
-    try:
-        cfg = OmegaConf.merge(OmegaConf.create(config), OmegaConf.from_dotlist(overrides))
-    except OmegaConfBaseException as exc:
-        exit_with_error(f"invalid config override: {str(exc).splitlines()[0]}")
-    return cfg, str(path)  # type: ignore[return-value]
+
+def resolve_profile(overrides: Sequence[str], cuda_available: bool | None = None) -> list[str]:
+    """`overrides` with exactly one definite `profile=<name>`: `auto` (given or by default) becomes
+    `paper` when CUDA is available, else `cpu`. ConfigError for an unknown profile."""
+    given = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "profile"]
+    name = given[-1] if given else "auto"
+    if name not in profile_names():
+        raise ConfigError(unknown_choice("profile", name, profile_names()))
+    if name == "auto":
+        if cuda_available is None:
+            import torch
+
+            cuda_available = torch.cuda.is_available()
+        name = "paper" if cuda_available else "cpu"
+    return [*(o for o in overrides if o.split("=", 1)[0] != "profile"), f"profile={name}"]
+
+
+def load_config(args: argparse.Namespace) -> tuple[DictConfig, str | None, str]:
+    """(config, checkpoint to resume or None, run directory) of the command line; exits 2 if unusable."""
+    from trainer.cli import load_run_config  # heavy imports after the argument checks
+
+    overrides = list(args.overrides)
+    if args.resume is None:
+        try:
+            overrides = [f"skill={args.skill}", *resolve_profile(overrides)]
+        except ConfigError as exc:
+            exit_with_error(str(exc))
+    elif any(o.split("=", 1)[0] == "profile" for o in overrides):
+        exit_with_error("profile cannot change when resuming a run (its values are in the checkpoint's config); "
+                        "drop the profile= override")
+    cfg, ckpt, output_dir = load_run_config("train_skill", overrides, args.resume, args.out)
+    if args.resume is not None:
+        if "skill" not in cfg:
+            exit_with_error(f"checkpoint {ckpt} is not a train-skill checkpoint (its config has no skill)")
+        if args.skill is not None and str(cfg.skill.name) != args.skill:
+            exit_with_error(f"--skill {args.skill} does not match the resumed run's skill '{cfg.skill.name}'")
+    return cfg, ckpt, output_dir
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    overrides = list(args.overrides)
     if args.skill is not None and args.skill not in SKILL_NAMES:
         exit_with_error(unknown_choice("skill", args.skill, SKILL_NAMES))
     if args.resume is None and args.skill is None:
         exit_with_error(f"--skill is required (or --resume DIR); valid choices: {', '.join(SKILL_NAMES)}")
-    if args.resume is not None:
-        cfg, ckpt = _resume_config(args.resume, overrides)
-        if args.skill is not None and str(cfg.skill.name) != args.skill:
-            exit_with_error(f"--skill {args.skill} does not match the resumed run's skill '{cfg.skill.name}'")
-        resume_dir = Path(args.resume) if Path(args.resume).is_dir() else Path(ckpt).parent.parent
-        output_dir = args.out or str(resume_dir)
-    else:
-        try:
-            cfg = compose("train_skill", [f"skill={args.skill}", *overrides])
-        except ConfigError as exc:
-            exit_with_error(str(exc))
-        ckpt = None
-        output_dir = args.out or str(cfg.output_dir)
+    cfg, ckpt, output_dir = load_config(args)
     cfg.output_dir = output_dir
     skill_cfg = to_plain(cfg.skill)
     try:
@@ -155,9 +173,9 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyError, ValueError, ConfigError) as exc:  # EpisodeFileError is a ValueError
         exit_with_error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
 
-
-    print(f"training skill {skill.name}: obs {', '.join(skill.obs_keys)}; actions {'+'.join(skill.action_subsets)} "
-          f"({skill.action_dim} dims); {skill.train_max_steps} steps per episode -> {output_dir}", file=sys.stderr)
+    print(f"training skill {skill.name} (profile {cfg.get('profile', 'unknown')}): obs {', '.join(skill.obs_keys)}; "
+          f"actions {'+'.join(skill.action_subsets)} ({skill.action_dim} dims); {skill.train_max_steps} steps "
+          f"per episode -> {output_dir}", file=sys.stderr)
 
     from trainer.cli import run_training  # heavy imports after the argument checks
 

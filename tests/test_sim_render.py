@@ -104,6 +104,14 @@ def test_bench_sim_cli(tmp_path, capsys):
     bench.main(["--steps", "5", "--width", "32", "--height", "32", "--objects", "2"])
     out = capsys.readouterr().out
     assert "head depth render" in out and "steps/s" in out
+    bench.main(["--steps", "3", "--width", "16", "--height", "16", "--objects", "2", "--depth-backend", "raycast",
+                "--repeats", "2"])
+    assert "head depth raycast" in capsys.readouterr().out
+    bench.main(["--steps", "2", "--depth-sweep"])
+    out = capsys.readouterr().out
+    assert "raycast       8x8" in out and "render    128x128" in out
+    bench.main(["--steps", "3", "--env-step", "--depth-backend", "none"])
+    assert "steps/s per core" in capsys.readouterr().out
     png = tmp_path / "docs" / "apartment.png"
     bench.main(["--snapshot", str(png), "--layout-seed", "101"])
     import imageio.v3 as iio

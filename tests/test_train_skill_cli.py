@@ -76,6 +76,7 @@ def test_tiny_run_writes_checkpoint_that_skill_policy_runs(tmp_path):
 
     policy = SkillPolicy.from_checkpoint(ckpt)
     assert policy.name == "pick" and policy.skill.action_subsets == ("arm", "grip", "base")
+    assert policy.config["profile"] in ("cpu", "paper")  # profile=auto, resolved by CUDA
     env = RearrangeEnv(make_skill_task(policy.config["skill"]), next((out / "episodes").iterdir()),
                        sim_cfg=policy.config["sim"])
     obs, _ = env.reset(seed=0)

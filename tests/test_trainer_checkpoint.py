@@ -52,9 +52,9 @@ def random_rollout(ac: ActorCritic, version: int, S: int = 20) -> Rollout:
     )  # fmt: skip
 
 
-def make_learner(seed: int = 0):
+def make_learner(seed: int = 0, policy_cfg: dict = POLICY_CFG):
     torch.manual_seed(seed)
-    ac = ActorCritic(OBS_SPACE, ACTION_SPACE, POLICY_CFG)
+    ac = ActorCritic(OBS_SPACE, ACTION_SPACE, policy_cfg)
     return ac, PPO(ac, PPO_CFG, total_updates=6, seed=seed)
 
 
@@ -62,32 +62,39 @@ def train(ac, ppo, updates):
     return [ppo.update(random_rollout(ac, ppo.policy_version)) for _ in range(updates)]
 
 
-def test_resume_continues_identically(tmp_path):
-    ac, ppo = make_learner()
+@pytest.mark.parametrize("obs_norm", [False, True], ids=["plain", "obs_norm"])
+def test_resume_continues_identically(tmp_path, obs_norm):
+    policy_cfg = {**POLICY_CFG, "obs_norm": obs_norm}
+    ac, ppo = make_learner(policy_cfg=policy_cfg)
     random.seed(1)
     np.random.seed(1)
     reference = train(ac, ppo, 4)
-    reference_params = [p.detach().clone() for p in ac.parameters()]
+    reference_state = {k: v.clone() for k, v in ac.state_dict().items()}  # parameters and buffers
 
-    ac, ppo = make_learner()
+    ac, ppo = make_learner(policy_cfg=policy_cfg)
     random.seed(1)
     np.random.seed(1)
     train(ac, ppo, 2)
     path = checkpoint_path(tmp_path, 2)
     save_checkpoint(
         path,
-        build_checkpoint_state(ac, ppo, {"policy": POLICY_CFG}, OBS_SPACE, ACTION_SPACE, {"env_steps": 40}),
+        build_checkpoint_state(ac, ppo, {"policy": policy_cfg}, OBS_SPACE, ACTION_SPACE, {"env_steps": 40}),
     )
+    saved_buffers = {k: v.clone() for k, v in ac.named_buffers()}
     train(ac, ppo, 1)  # diverge the live objects and RNGs before restoring
 
     state = load_checkpoint(path)
     assert state["obs_space"] == OBS_SPACE and state["action_space"] == ACTION_SPACE
-    ac2, ppo2 = make_learner(seed=123)  # different init and RNG: everything must come from the file
+    ac2, ppo2 = make_learner(seed=123, policy_cfg=policy_cfg)  # different init and RNG: all from the file
     counters = restore_training_state(state, ac2, ppo2)
     assert counters == {"env_steps": 40} and ppo2.policy_version == 2
+    # buffers (value and observation normalisation statistics) come back with the weights
+    assert all(torch.equal(v, saved_buffers[k]) for k, v in ac2.named_buffers())
+    if obs_norm:
+        assert ac2.obs_norm is not None and float(ac2.obs_norm.count) > 0  # statistics of 2 updates
     resumed = train(ac2, ppo2, 2)
     assert resumed == reference[2:]
-    assert all(torch.equal(a, b) for a, b in zip(reference_params, ac2.parameters(), strict=True))
+    assert all(torch.equal(v, reference_state[k]) for k, v in ac2.state_dict().items())
 
 
 def test_policy_rebuilds_from_checkpoint_alone(tmp_path):
@@ -159,3 +166,23 @@ def test_keep_last_k(tmp_path):
         "other.pt",
     ]
     assert latest_checkpoint(tmp_path).name == "ckpt_000000003000.pt"
+
+
+def test_resume_run_finds_the_checkpoint_config_and_run_dir(tmp_path):
+    from trainer.checkpoint import ResumeTarget, resume_run
+    from trainer.config import ConfigError
+
+    run = tmp_path / "run"
+    for step in (10, 20):
+        save_checkpoint(checkpoint_path(run / "checkpoints", step),
+                        {"model": {}, "config": {"trainer": {"seed": step}}, "obs_space": None, "action_space": None})
+    target = resume_run(run, ["trainer.seed=7", "new.key=1"])
+    assert isinstance(target, ResumeTarget) and target.checkpoint.name == "ckpt_000000000020.pt"
+    assert target.run_dir == run and target.config.trainer.seed == 7 and target.config.new.key == 1
+    first = resume_run(checkpoint_path(run / "checkpoints", 10))  # a file: its run is two levels up
+    assert first.run_dir == run and first.config.trainer.seed == 10
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        resume_run(tmp_path / "empty")
+    with pytest.raises(ConfigError, match="invalid config override"):
+        resume_run(run, ["trainer.seed=[1"])

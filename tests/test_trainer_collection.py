@@ -5,6 +5,7 @@ its observations and pays a reward that names the step that earned it."""
 from __future__ import annotations
 
 import functools
+import time
 
 import numpy as np
 import pytest
@@ -82,9 +83,10 @@ def check_bootstrap_values(rollouts, num_envs: int) -> None:
                 assert r.bootstrap_value[e].item() == pytest.approx(nxt.values[next_rows[0]].item(), abs=1e-5)
 
 
-def test_ver_loses_and_duplicates_no_step_across_rollouts():
+@pytest.mark.parametrize("envs_per_worker", [1, 2])
+def test_ver_loses_and_duplicates_no_step_across_rollouts(envs_per_worker):
     num_envs, num_steps, rollouts = 4, 6, 8
-    results = collect(make_collector("ver", num_envs, num_steps), rollouts)
+    results = collect(make_collector("ver", num_envs, num_steps, envs_per_worker=envs_per_worker), rollouts)
     counts = check_rows_are_consecutive(results, num_envs)
     check_bootstrap_values(results, num_envs)
     # variable experience: the fast env contributed clearly more than the slow one
@@ -166,6 +168,27 @@ def test_auto_batch_wait_is_half_the_mean_env_step_time():
     assert len(times) >= 4 * 8 and min(times) >= 0.02
     assert collector.max_wait_s == pytest.approx(0.5 * sum(times) / len(times))
     assert collector.max_wait_s >= 0.01
+
+
+def test_auto_batch_wait_ignores_the_learning_phase_between_rollouts(monkeypatch):
+    # Steps carried over a rollout boundary are answered while the learner runs; only the env's own
+    # step time may count. The learning phase is simulated by moving the main process's clock on by
+    # 1000 s between two rollouts (the workers' clocks are their own), so no test time is spent.
+    collector = make_collector("ver", num_envs=4, num_steps=8, delays=(0.02,), max_batch_wait_s="auto")
+    offset = [0.0]
+    real_monotonic = time.monotonic
+    monkeypatch.setattr(time, "monotonic", lambda: real_monotonic() + offset[0])
+    try:
+        collector.collect(0)
+        offset[0] += 1000.0  # "learning"
+        collector.collect(1)
+        carried = collector.last_stats.carried_in
+    finally:
+        collector.close()
+    assert carried > 0  # some steps were in flight across the simulated learning phase
+    assert max(collector._env_step_times) < 1000.0
+    assert collector.max_wait_s < 500.0
+    assert collector.total_restarts == 0  # nor did the pause look like a hang (learning > worker_timeout_s)
 
 
 def test_bad_batch_wait_is_a_clear_error():

@@ -1,4 +1,5 @@
-"""Two ranks under torchrun (gloo on CPU): gradients are all-reduced, parameters stay identical."""
+"""Two ranks under torchrun (gloo on CPU): gradients and learner statistics are all-reduced,
+parameters and buffers stay identical."""
 
 from __future__ import annotations
 
@@ -18,15 +19,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def run_two_ranks(out, *overrides: str) -> dict:
+    """`train-rl` on CartPole with two CPU ranks; returns the summary."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port()),
+           "-m", "trainer", "--env-id", "CartPole-v1", "trainer.mode=ver", "trainer.num_envs=2",
+           "trainer.num_steps=16", "trainer.progress_bar=false", f"output_dir={out}", *overrides]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads((out / "summary.json").read_text())
+
+
 @pytest.mark.distributed
 def test_two_ranks_keep_identical_parameters(tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port()),
-           "-m", "trainer", "--env-id", "CartPole-v1", "trainer.mode=ver", "trainer.num_envs=2",
-           "trainer.num_steps=16", "trainer.total_steps=256", "trainer.progress_bar=false", f"output_dir={out}"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    summary = json.loads((out / "summary.json").read_text())
+    summary = run_two_ranks(out, "trainer.total_steps=256")
     assert summary["world_size"] == 2
     # about 256 steps / (2 ranks x 2 envs x 16 steps): VER rollouts vary a little around T x N
     assert summary["env_steps"] >= 256 and 4 <= summary["updates"] <= 6
@@ -38,3 +44,15 @@ def test_two_ranks_keep_identical_parameters(tmp_path):
     assert all(line["learner/grad_norm"] > 0 for line in lines)  # the ranks did learn (together)
     ckpt = load_checkpoint(summary["checkpoint"])
     assert ckpt["counters"]["updates"] == summary["updates"] and len(ckpt["ranks"]) == 2  # per-rank RNG/collector state
+
+
+@pytest.mark.distributed
+def test_normalization_statistics_stay_identical_across_ranks(tmp_path):
+    # each rank sees different returns and observations; without a stats all-reduce every rank rescales
+    # its own value head (PopArt) by its own return moments, keeps its own observation statistics
+    # (buffers, in the checksum too), and the ranks' parameters drift apart
+    summary = run_two_ranks(tmp_path / "run", "trainer.total_steps=192", "trainer.ppo.normalize_value=true",
+                            "policy.obs_norm=true")
+    assert summary["updates"] >= 2
+    checksums = summary["param_checksums"]
+    assert len(checksums) == 2 and checksums[0] == checksums[1]

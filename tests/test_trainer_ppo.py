@@ -235,3 +235,14 @@ def test_value_normalization_preserves_outputs_and_tracks_returns():
     assert float(ac.value_std) == pytest.approx(float(returns.std(correction=0)), rel=1e-3)
     torch.testing.assert_close(ac.get_value(obs, hidden, start), before, rtol=1e-4, atol=1e-3)
     assert stats["learner/value_loss"] < 5.0  # measured in normalised units, not (50x reward)^2
+
+
+@pytest.mark.parametrize("action_space,target", [(gym.spaces.Box(-1, 1, (7,), np.float32), -7.0),
+                                                 (gym.spaces.Discrete(5), -1.0)])
+def test_entropy_target_per_action_dimension(action_space, target):
+    """A per-dimension target (e.g. -1 nat per Box dimension for the CPU profile) scales with the dims."""
+    cfg = {**PPO_CFG, "entropy": {**PPO_CFG["entropy"], "target": -1.0, "target_per_action_dim": True}}
+    ppo = PPO(ActorCritic(OBS_SPACE, action_space, POLICY_CFG), cfg, seed=0)
+    assert ppo.entropy_coef.target == target
+    stats = ppo.update(collect(ppo.actor_critic, steps=16))
+    assert stats["learner/entropy_target"] == target

@@ -18,6 +18,10 @@ A checkpoint is a `torch.save`d dict. Keys:
 then `load_state_dict(ckpt["model"])`. The rest is for resuming training bit-for-bit:
 `build_checkpoint_state(...)` assembles it, `restore_training_state(...)` puts it back.
 
+Resuming: `resolve_checkpoint(dir_or_file)` finds the newest checkpoint of a run directory;
+`resume_run(dir_or_file, overrides)` (both CLIs) returns that checkpoint's config with command-line
+overrides applied and the run directory to continue in.
+
 Errors: `load_checkpoint` raises `CheckpointError` with a one-line message for a missing, corrupt
 or incomplete file. Writes go to a temporary file in the same directory, are fsynced and then
 `os.replace`d over the target, so an interrupted save never damages an existing checkpoint.
@@ -28,14 +32,18 @@ from __future__ import annotations
 import os
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+import yaml
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
+from trainer.config import ConfigError
 from trainer.files import atomic_path
 
 CHECKPOINT_FORMAT_VERSION = 1
@@ -108,6 +116,45 @@ def keep_last_checkpoints(directory: str | os.PathLike, keep: int) -> list[Path]
     for p in doomed:
         p.unlink(missing_ok=True)
     return doomed
+
+
+def resolve_checkpoint(resume: str | os.PathLike) -> Path:
+    """A checkpoint file, or the newest checkpoint of a run directory; CheckpointError otherwise."""
+    path = Path(resume)
+    if path.is_dir():
+        found = latest_checkpoint(path / "checkpoints") or latest_checkpoint(path)
+        if found is None:
+            raise CheckpointError(f"no checkpoint (ckpt_*.pt) found in {path}")
+        return found
+    if not path.exists():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    return path
+
+
+@dataclass(frozen=True)
+class ResumeTarget:
+    """What `--resume DIR_OR_FILE` continues: the checkpoint, its config (with overrides), its run dir."""
+
+    checkpoint: Path
+    config: DictConfig
+    run_dir: Path
+
+
+def resume_run(resume: str | os.PathLike, overrides: Sequence[str] = ()) -> ResumeTarget:
+    """The run to continue; CheckpointError (unusable checkpoint) or ConfigError (bad override), one line.
+
+    `run_dir` is `resume` itself when it is a directory, else the directory holding `checkpoints/`.
+    """
+    path = resolve_checkpoint(resume)
+    config = load_checkpoint(path)["config"]
+    if not isinstance(config, Mapping):
+        raise CheckpointError(f"checkpoint {path} holds no config mapping")
+    try:
+        cfg = OmegaConf.merge(OmegaConf.create(dict(config)), OmegaConf.from_dotlist(list(overrides)))
+    except (OmegaConfBaseException, yaml.YAMLError) as exc:  # e.g. a value that is not YAML: x=[1
+        raise ConfigError(f"invalid config override: {_one_line(exc)}") from None
+    run_dir = Path(resume) if Path(resume).is_dir() else path.parent.parent
+    return ResumeTarget(checkpoint=path, config=cfg, run_dir=run_dir)  # type: ignore[arg-type]
 
 
 def capture_rng_state() -> dict:

@@ -1,7 +1,8 @@
 """`train-rl`: train PPO (VER / NoVER / sync) on any registered Gymnasium environment.
 
-Errors in the command line (unknown env id, bad override, missing or corrupt checkpoint) print one
-line and exit with code 2. Ctrl-C writes a checkpoint and exits with code 130.
+Errors in the command line (unknown env id, bad override or config value, missing or corrupt
+checkpoint) print one line and exit with code 2 before any env starts. Ctrl-C writes a checkpoint
+and exits with code 130. `load_run_config` and `run_training` are shared with `train-skill`.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ import functools
 import importlib
 import os
 import sys
-from pathlib import Path
 
 import gymnasium as gym
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig
 
-from trainer.checkpoint import CheckpointError, load_checkpoint
+from trainer.checkpoint import CheckpointError, resume_run
 from trainer.collector import WorkerFailure
 from trainer.config import ConfigError, compose, exit_with_error, unknown_choice
+from trainer.config_check import check_config
 
 EXIT_INTERRUPTED = 130
 
@@ -31,6 +31,7 @@ overrides (Hydra syntax, key=value; see configs/train_rl.yaml and configs/traine
   trainer.num_steps=128        rollout length T (a rollout is T x N steps)
   trainer.total_steps=1000000  env steps to train for (all ranks together)
   trainer.seed=0 trainer.deterministic=true   exactly repeatable runs (sync mode, CPU)
+  trainer.max_seq_len=32       longest LSTM sequence in a mini-batch (default null: T)
   trainer.ppo.lr=3e-4 trainer.ppo.num_mini_batch=4 ...   PPO settings (configs/trainer/ppo.yaml)
   policy=mlp                   network (configs/policy/)
   output_dir=runs/my_run       where config.yaml, metrics.jsonl, tensorboard/ and checkpoints/ go
@@ -81,20 +82,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _resume_config(resume: str, overrides: list[str]) -> tuple[DictConfig, str]:
-    """The resumed run's config (from its checkpoint) with command-line overrides applied."""
-    from trainer.train import resolve_checkpoint
+def load_run_config(config_name: str, overrides: list[str], resume: str | None,
+                    output_dir: str | None) -> tuple[DictConfig, str | None, str]:
+    """(config, checkpoint to resume or None, run directory), checked; exits 2 with one line otherwise.
 
+    A new run composes `configs/<config_name>.yaml` with `overrides`; `resume` (a run directory or
+    a checkpoint) takes the checkpoint's config and applies `overrides` on top. Either way every
+    trainer/PPO/policy value is validated here, before any dataset or env worker is made.
+    """
     try:
-        path = resolve_checkpoint(resume)
-        state = load_checkpoint(path)
-    except CheckpointError as exc:
+        if resume is not None:
+            target = resume_run(resume, overrides)
+            cfg, ckpt, run_dir = target.config, str(target.checkpoint), str(target.run_dir)
+        else:
+            cfg = compose(config_name, overrides)
+            ckpt, run_dir = None, str(cfg.output_dir)
+        check_config(cfg)
+    except (ConfigError, CheckpointError) as exc:
         exit_with_error(str(exc))
-    try:
-        cfg = OmegaConf.merge(OmegaConf.create(state["config"]), OmegaConf.from_dotlist(overrides))
-    except OmegaConfBaseException as exc:
-        exit_with_error(f"invalid config override: {str(exc).splitlines()[0]}")
-    return cfg, str(path)
+    return cfg, ckpt, output_dir or run_dir
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -102,19 +108,9 @@ def main(argv: list[str] | None = None) -> None:
     overrides = list(args.overrides)
     if args.resume is None and args.env_id is None:
         exit_with_error("--env-id is required (or --resume DIR to continue a run)")
-    if args.resume is not None:
-        if args.env_id is not None:
-            overrides.append(f"env_id={args.env_id}")
-        cfg, ckpt = _resume_config(args.resume, overrides)
-        resume_dir = Path(args.resume) if Path(args.resume).is_dir() else Path(ckpt).parent.parent
-        output_dir = args.output_dir or str(resume_dir)
-    else:
-        try:
-            cfg = compose("train_rl", [*overrides, f"env_id={args.env_id}"])
-        except ConfigError as exc:
-            exit_with_error(str(exc))
-        ckpt = None
-        output_dir = args.output_dir or str(cfg.output_dir)
+    if args.env_id is not None:
+        overrides.append(f"env_id={args.env_id}")
+    cfg, ckpt, output_dir = load_run_config("train_rl", overrides, args.resume, args.output_dir)
     env_id = check_env_id(str(cfg.env_id))
     try:
         gym.make(env_id).close()

@@ -1,9 +1,9 @@
 """Experience collection for the three modes `ver`, `nover` and `sync`, from one code path.
 
-Every mode runs the same loop: env workers answer requests into shared memory, the main process
-acts on a dynamic batch of ready requests (`inference.py`) and records the rows in the linear
-storage (`storage.py`); an env's reward is written into its previous row when its next request
-arrives. The modes differ only in two rules:
+Every mode runs the same loop: env worker processes (each holding `envs_per_worker` envs) answer
+requests into shared memory, the main process acts on a dynamic batch of ready envs
+(`inference.py`) and records the rows in the linear storage (`storage.py`); an env's reward is
+written into its previous row when its next observation arrives. The modes differ only in two rules:
 
 * which env may take another step: `ver` any env until T x N new rows were issued in total (fast
   envs contribute more); `nover` and `sync` each env until it has T rows (an env that has T waits);
@@ -19,9 +19,14 @@ Bootstrap value: for an env in flight it is the value its in-flight row already 
 waiting with an observation it is computed at the end of the rollout; both with the policy that
 collected the rollout (before the update). It is 0 where the env's last row ended an episode.
 
+Time limits: a step that ended its episode by truncation (not termination) gets
+`gamma * V(final observation)` added to its reward when its answer arrives, with the env's
+recurrent state after that step and the current policy (one batched value call per poll); the row
+stays done, so GAE never bootstraps across the episode boundary.
+
 Faults: a worker that reports an exception, dies, or does not answer within the timeout is killed and
-restarted with a fresh env; the rows of its episode in progress are dropped from the rollout and the
-restart is counted.
+restarted with fresh envs; the rows of its envs' episodes in progress are dropped from the rollout
+and the restart is counted (once per worker process).
 """
 
 from __future__ import annotations
@@ -31,13 +36,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait as wait_for_any
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from trainer.env_worker import EnvFn, WorkerPool
+from trainer.env_worker import EnvFn, Failed, Ready, WorkerPool
 from trainer.inference import Inference, batch_limits, select_batch, should_act
 from trainer.networks import ActorCritic
 from trainer.preemption import StepIntervals
@@ -69,7 +73,33 @@ class CollectStats:
     batch_size_max: int = 0
     batch_sizes: list[int] = field(default_factory=list)
     restarts: int = 0
+    truncations: int = 0  # rows whose episode ended by a time limit (their reward was augmented)
     episodes: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class EnvStates:
+    """The collector's state of every env: one entry per env (a struct of arrays, for vector updates)."""
+
+    pending: np.ndarray  # int64, storage slot of the row waiting for its reward (-1: none)
+    ready: np.ndarray  # bool, an observation waits for an action
+    hidden: torch.Tensor  # [N, 2 * layers, H], recurrent state after the env's last step
+    episode_start: np.ndarray  # bool, the waiting (or next) observation starts an episode
+    episode_count: np.ndarray  # int64, episodes begun
+    step_id: np.ndarray  # int64, step index within the episode
+    reset_generation: np.ndarray  # int64, seeded resets sent (seeds the env)
+    last_answer: np.ndarray  # float, time of the env's last answer in this rollout (NaN: none yet)
+    created: np.ndarray  # int64, rows created in this rollout
+    completed: np.ndarray  # int64, step answers received in this rollout
+
+    @classmethod
+    def initial(cls, hidden: torch.Tensor) -> EnvStates:
+        n = hidden.shape[0]
+        return cls(pending=np.full(n, -1, dtype=np.int64), ready=np.zeros(n, dtype=bool), hidden=hidden,
+                   episode_start=np.ones(n, dtype=bool), episode_count=np.zeros(n, dtype=np.int64),
+                   step_id=np.zeros(n, dtype=np.int64), reset_generation=np.zeros(n, dtype=np.int64),
+                   last_answer=np.full(n, np.nan), created=np.zeros(n, dtype=np.int64),
+                   completed=np.zeros(n, dtype=np.int64))
 
 
 class WorkerFailure(RuntimeError):
@@ -96,13 +126,17 @@ class Collector:
         self.mode = mode
         self.num_envs = n = int(cfg["num_envs"])
         self.num_steps = int(cfg["num_steps"])
-        if n < 1 or self.num_steps < 1:
-            raise ValueError("trainer.num_envs and trainer.num_steps must be >= 1")
+        self.envs_per_worker = int(cfg.get("envs_per_worker", 1))
+        if n < 1 or self.num_steps < 1 or self.envs_per_worker < 1:
+            raise ValueError("trainer.num_envs, trainer.num_steps and trainer.envs_per_worker must be >= 1")
+        self.gamma = float(cfg["ppo"]["gamma"])
         self.min_batch, self.max_batch = batch_limits(
-            n, float(cfg["min_batch_factor"]), float(cfg["max_batch_factor"]), lock_step=(mode == "sync")
+            n, float(cfg["min_batch_factor"]), float(cfg["max_batch_factor"]), lock_step=(mode == "sync"),
+            envs_per_worker=min(self.envs_per_worker, n),
         )
         wait = cfg["max_batch_wait_s"]
-        # "auto" (habitat-lab VER): half the mean env step time of the last 128 steps, 0.01 s until known
+        # "auto" (habitat-lab VER): half the mean env step time of the last 128 step answers (as the
+        # workers measure it: time spent stepping, per env), 0.01 s until known
         self.auto_wait = mode != "sync" and str(wait) == "auto"
         if not self.auto_wait and mode != "sync":
             try:
@@ -111,8 +145,6 @@ class Collector:
                 raise ValueError(f"trainer.max_batch_wait_s must be a number of seconds or 'auto', got {wait!r}") from None
         self.max_wait_s = float("inf") if mode == "sync" else (0.01 if self.auto_wait else float(wait))
         self._env_step_times: deque[float] = deque(maxlen=128)
-        self.step_timeout_s = float(cfg["worker_timeout_s"])
-        self.start_timeout_s = float(cfg["worker_start_timeout_s"])
         self.max_failures_in_row = int(cfg["max_worker_failures_in_row"])
         self.seed, self.rank = int(seed), int(rank)
         self.actor_critic = actor_critic
@@ -123,24 +155,15 @@ class Collector:
         obs_layout = {k: (tuple(v.shape[1:]), v.dtype) for k, v in self.buffers.obs.items()}
         self.storage = RolloutStorage(obs_layout, action_shape, action_dtype, hidden_shape, (self.num_steps + 1) * n)
         self.inference = Inference(actor_critic, self.buffers, self.storage, torch.device(device))
-        self.pool = WorkerPool(env_fn, self.buffers, str(cfg["start_method"]))
+        self.pool = WorkerPool(env_fn, self.buffers, str(cfg["start_method"]), self.envs_per_worker,
+                               step_timeout_s=float(cfg["worker_timeout_s"]),
+                               start_timeout_s=float(cfg["worker_start_timeout_s"]))
         self.step_intervals = StepIntervals(n, window=max(5 * self.num_steps, 16))
 
-        # per-env state
-        self.pending = np.full(n, -1, dtype=np.int64)  # slot of the row waiting for its reward
-        self.ready = np.zeros(n, dtype=bool)  # an observation waits for an action
-        self.hidden = actor_critic.initial_hidden(n, device="cpu")
-        self.episode_start = np.ones(n, dtype=bool)
-        self.episode_count = np.zeros(n, dtype=np.int64)  # episodes begun per env
-        self.step_id = np.zeros(n, dtype=np.int64)
-        self.reset_generation = np.zeros(n, dtype=np.int64)  # resets sent per env (seeds the env)
-        self.busy_timeout = np.full(n, np.inf)
+        self.state = EnvStates.initial(actor_critic.initial_hidden(n, device="cpu"))
         self.total_restarts = 0
-        self.failures_in_row = np.zeros(n, dtype=np.int64)  # restarts since the env's last good step
-        self._last_ready_time = np.full(n, np.nan)
+        self.failures_in_row = np.zeros(self.pool.num_workers, dtype=np.int64)  # since the worker's last good step
         self._stats = CollectStats()
-        self._completed = np.zeros(n, dtype=np.int64)
-        self._created = np.zeros(n, dtype=np.int64)
         self._new_rows = 0
         self._carried_boundary = 0  # slots below it were carried in from the previous rollout
         self.interrupt_requested: Callable[[], bool] = lambda: False
@@ -150,7 +173,7 @@ class Collector:
     @property
     def episode_id(self) -> np.ndarray:
         """Current episode id per env, unique per (env, episode): count * N + env."""
-        return (self.episode_count - 1) * self.num_envs + np.arange(self.num_envs)
+        return (self.state.episode_count - 1) * self.num_envs + np.arange(self.num_envs)
 
     def env_seed(self, env_idx: int, generation: int) -> int:
         """Seed of an env's `generation`-th explicit reset; depends on (seed, rank, env, generation) only."""
@@ -158,125 +181,128 @@ class Collector:
         return int(state[0])
 
     def state_dict(self) -> dict:
-        return {"episode_count": self.episode_count.copy(), "reset_generation": self.reset_generation.copy(),
-                "total_restarts": self.total_restarts}
+        return {"episode_count": self.state.episode_count.copy(),
+                "reset_generation": self.state.reset_generation.copy(), "total_restarts": self.total_restarts}
 
     def load_state_dict(self, state: Mapping) -> None:
         if self._started:
             raise RuntimeError("load the collector state before start()")
-        self.episode_count = np.asarray(state["episode_count"], dtype=np.int64).copy()
-        self.reset_generation = np.asarray(state["reset_generation"], dtype=np.int64).copy()
+        self.state.episode_count = np.asarray(state["episode_count"], dtype=np.int64).copy()
+        self.state.reset_generation = np.asarray(state["reset_generation"], dtype=np.int64).copy()
         self.total_restarts = int(state["total_restarts"])
 
     # ------------------------------------------------------------------ worker control
     def start(self) -> None:
-        """Start the workers; each resets its env with its seed (answers arrive during `collect`)."""
+        """Start the workers; each resets its envs with their seeds (answers arrive during `collect`)."""
         self.pool.start_all()
-        for e in range(self.num_envs):
-            self._send_reset(e, self.start_timeout_s)
+        self._send_resets(np.arange(self.num_envs))
         self._started = True
 
-    def _send_reset(self, e: int, timeout_s: float) -> None:
-        seed = self.env_seed(e, int(self.reset_generation[e]))
-        self.reset_generation[e] += 1
-        self.episode_count[e] += 1
-        self.step_id[e] = 0
-        self.episode_start[e] = True
-        self.hidden[e] = 0.0
-        self.ready[e] = False
-        self.busy_timeout[e] = timeout_s
-        self.pool.send(e, ("reset", seed))
+    def _send_resets(self, envs: np.ndarray) -> None:
+        st = self.state
+        seeds = [self.env_seed(int(e), int(g)) for e, g in zip(envs, st.reset_generation[envs], strict=True)]
+        st.reset_generation[envs] += 1
+        st.episode_count[envs] += 1
+        st.step_id[envs] = 0
+        st.episode_start[envs] = True
+        st.hidden[torch.from_numpy(envs)] = 0.0
+        st.ready[envs] = False
+        self.pool.reset(envs, seeds)
 
-    def _send_step(self, e: int) -> None:
-        self.busy_timeout[e] = self.step_timeout_s
-        self.pool.send(e, ("step",))
-
-    def _restart(self, e: int, reason: str) -> None:
-        """Kill env `e`'s worker, drop its episode in progress, start a fresh one."""
-        self.failures_in_row[e] += 1
-        if self.failures_in_row[e] > self.max_failures_in_row:
-            raise WorkerFailure(f"env worker {e} failed {self.failures_in_row[e]} times in a row; last: {reason}")
-        log.warning("env worker %d (rank %d) restarted: %s", e, self.rank, reason)
-        self.pending[e] = -1
-        complete_before = self.storage.complete[: self.storage.size].copy()
-        dropped, new_slot = self.storage.drop_episode(e, int(self.episode_id[e]))
+    def _restart(self, worker: int, reason: str) -> None:
+        """Kill a worker, drop its envs' episodes in progress, start it afresh."""
+        self.failures_in_row[worker] += 1
+        if self.failures_in_row[worker] > self.max_failures_in_row:
+            raise WorkerFailure(f"env worker {worker} failed {self.failures_in_row[worker]} times in a row; "
+                                f"last: {reason}")
+        envs = self.pool.envs_of(worker)
+        log.warning("env worker %d (envs %d-%d, rank %d) restarted: %s", worker, envs[0], envs[-1], self.rank, reason)
+        st, size = self.state, self.storage.size
+        st.pending[envs] = -1
+        row_envs = self.storage.table.env_ids[:size].numpy()
+        row_episodes = self.storage.table.episode_ids[:size].numpy()
+        hit = (self.pool.worker_of[row_envs] == worker) & (row_episodes == self.episode_id[row_envs])
+        complete_before = self.storage.complete[:size].copy()
+        dropped, new_slot = self.storage.drop_episodes(hit)
         # the dropped rows no longer count towards this rollout's quotas
         new_dropped = dropped[dropped >= self._carried_boundary]
-        self._created[e] -= len(new_dropped)
-        self._completed[e] -= int(np.sum(complete_before[dropped]))
+        st.created -= np.bincount(row_envs[new_dropped], minlength=self.num_envs)
+        st.completed -= np.bincount(row_envs[dropped[complete_before[dropped]]], minlength=self.num_envs)
         self._new_rows -= len(new_dropped)
         self._carried_boundary -= int(np.sum(dropped < self._carried_boundary))
-        busy = self.pending >= 0
-        self.pending[busy] = new_slot[self.pending[busy]]
+        busy = st.pending >= 0
+        st.pending[busy] = new_slot[st.pending[busy]]
+        st.last_answer[envs] = np.nan
         self.total_restarts += 1
         self._stats.restarts += 1
-        self._last_ready_time[e] = np.nan
-        self.pool.restart(e)
-        self._send_reset(e, self.start_timeout_s)
+        self.pool.restart(worker)
+        self._send_resets(envs)
 
     def close(self) -> None:
         self.pool.close()
 
     # ------------------------------------------------------------------ receiving
-    def _on_ready(self, e: int, episode_stats: dict | None) -> None:
-        now = time.monotonic()
-        if self.auto_wait and self.pending[e] >= 0 and not np.isnan(self.pool.busy_since[e]):
-            # answers to steps only: a reset answer after a (re)start includes building the env
-            self._env_step_times.append(now - float(self.pool.busy_since[e]))
-            self.max_wait_s = 0.5 * float(np.mean(self._env_step_times))
-        self.pool.busy_since[e] = np.nan
-        if not np.isnan(self._last_ready_time[e]):
-            self.step_intervals.add(e, now - self._last_ready_time[e])
-        self._last_ready_time[e] = now
-        slot = int(self.pending[e])
-        if slot >= 0:
-            done = bool(self.buffers.done[e])
-            self.storage.set_result(slot, float(self.buffers.reward[e]), done)
-            self.pending[e] = -1
-            self._completed[e] += 1
-            self.failures_in_row[e] = 0
-            if done:
-                if episode_stats is not None:
-                    self._stats.episodes.append({"env": e, "episode": int(self.episode_id[e]), **episode_stats})
-                self.episode_count[e] += 1
-                self.step_id[e] = 0
-                self.episode_start[e] = True
-        self.ready[e] = True
-
     def _poll(self, timeout: float) -> None:
-        """Wait up to `timeout` s for answers; handle answers, errors, dead and hung workers."""
-        conns = self.pool.conn_to_env()
-        sentinels = self.pool.sentinel_to_env()
+        """Wait up to `timeout` s for answers; handle answers, then failed and hung workers."""
         t0 = time.monotonic()
-        ready_objs = wait_for_any(list(conns) + list(sentinels), timeout=max(timeout, 0.0))
+        events = self.pool.poll(timeout)
         self._stats.wait_time += time.monotonic() - t0
-        restarted: set[int] = set()
-        for obj in ready_objs:
-            if obj in conns:
-                e = conns[obj]
-                if e in restarted:
-                    continue
-                try:
-                    message = obj.recv()
-                except (EOFError, OSError):
-                    continue  # the sentinel (or the next poll) reports the death
-                if message[0] == "ready":
-                    self._on_ready(e, message[1])
-                else:
-                    self._restart(e, f"env raised {message[1]}")
-                    restarted.add(e)
-        for obj in ready_objs:
-            e = sentinels.get(obj) if isinstance(obj, int) else None
-            if e is None or e in restarted:
-                continue
-            proc = self.pool.procs[e]
-            if proc is not None and proc.sentinel == obj and not proc.is_alive():
-                self._restart(e, f"worker exited with code {proc.exitcode}")
-                restarted.add(e)
-        waited = time.monotonic() - self.pool.busy_since
-        for e in np.nonzero(waited > self.busy_timeout)[0]:
-            if int(e) not in restarted:
-                self._restart(int(e), f"no answer within {self.busy_timeout[e]:.1f} s")
+        answers = [ev for ev in events if isinstance(ev, Ready)]
+        if answers:
+            self._on_answers(answers)
+        for ev in events:
+            if isinstance(ev, Failed):
+                self._restart(ev.worker, ev.reason)
+
+    def _on_answers(self, answers: list[Ready]) -> None:
+        now = time.monotonic()
+        st = self.state
+        steps = [ev for ev in answers if ev.command == "step"]
+        for ev in steps:
+            self.failures_in_row[ev.worker] = 0
+            if self.auto_wait:  # answers to steps only: a reset after a (re)start includes building the env
+                self._env_step_times.append(ev.seconds / len(ev.envs))
+        if self.auto_wait and steps:
+            self.max_wait_s = 0.5 * float(np.mean(self._env_step_times))
+        envs = np.concatenate([ev.envs for ev in answers]) if len(answers) > 1 else answers[0].envs
+        last = st.last_answer[envs]
+        seen = ~np.isnan(last)
+        for e, interval in zip(envs[seen].tolist(), (now - last[seen]).tolist(), strict=True):
+            self.step_intervals.add(e, interval)
+        st.last_answer[envs] = now
+        stepped = envs[st.pending[envs] >= 0]
+        if len(stepped):
+            self._record_steps(stepped, steps)
+        st.ready[envs] = True
+
+    def _record_steps(self, envs: np.ndarray, answers: list[Ready]) -> None:
+        """Write the step results of `envs` into their pending rows (time-limit rows get gamma V(final obs))."""
+        st = self.state
+        idx = torch.from_numpy(envs)
+        rewards = self.buffers.reward[idx]
+        truncated = self.buffers.truncated[idx]
+        done = self.buffers.terminated[idx] | truncated
+        if bool(truncated.any()):
+            cut = envs[truncated.numpy()]
+            t0 = time.monotonic()
+            final_values = self.inference.values(cut, st.hidden[torch.from_numpy(cut)], np.zeros(len(cut), dtype=bool),
+                                                 final=True)
+            self._stats.inference_time += time.monotonic() - t0
+            rewards[truncated] += self.gamma * final_values
+            self._stats.truncations += len(cut)
+        self.storage.set_results(st.pending[envs], rewards, done, truncated)
+        st.pending[envs] = -1
+        st.completed[envs] += 1
+        ended = envs[done.numpy()]
+        if len(ended):
+            episode_ids = self.episode_id
+            for ev in answers:
+                for e, episode in zip(ev.envs.tolist(), ev.episodes, strict=True):
+                    if episode is not None:
+                        self._stats.episodes.append({"env": e, "episode": int(episode_ids[e]), **episode})
+            st.episode_count[ended] += 1
+            st.step_id[ended] = 0
+            st.episode_start[ended] = True
 
     # ------------------------------------------------------------------ collecting
     def collect(
@@ -293,15 +319,17 @@ class Collector:
         """
         if not self._started:
             self.start()
+        self.pool.resume_clocks()  # time spent learning since the last rollout is no hang
+        st = self.state
         n, t_len = self.num_envs, self.num_steps
         fixed = self.mode != "ver"
-        carried_in = int(np.sum(self.pending >= 0))
+        carried_in = int(np.sum(st.pending >= 0))
         self._stats = CollectStats(carried_in=carried_in)
         self._carried_boundary = carried_in
-        self._completed[:] = 0
-        self._created[:] = 0
+        st.completed[:] = 0
+        st.created[:] = 0
+        st.last_answer[:] = np.nan
         self._new_rows = 0
-        self._last_ready_time[:] = np.nan
         quota = t_len * n
         stopping = False
         t_start = last_batch = time.monotonic()
@@ -311,11 +339,11 @@ class Collector:
                 raise KeyboardInterrupt
             now = time.monotonic()
             if fixed:
-                if not stopping and stop_early is not None and stop_early(int(self._completed.min())):
+                if not stopping and stop_early is not None and stop_early(int(st.completed.min())):
                     stopping = self._stats.preempted = True
-                if not np.any(self.pending >= 0) and (stopping or np.all(self._created >= t_len)):
+                if not np.any(st.pending >= 0) and (stopping or np.all(st.created >= t_len)):
                     break
-                allowed = (self._created < t_len) & (not stopping)
+                allowed = (st.created < t_len) & (not stopping)
             else:
                 if self._new_rows >= quota:
                     break
@@ -323,11 +351,11 @@ class Collector:
                     self._stats.preempted = True
                     break
                 allowed = np.ones(n, dtype=bool)
-            busy = ~self.ready & allowed
-            candidates = np.nonzero(self.ready & allowed)[0]
-            if should_act(len(candidates), self.min_batch, int(busy.sum()), now - last_batch, self.max_wait_s):
+            candidates = np.nonzero(st.ready & allowed)[0]
+            num_incoming = int(np.count_nonzero(~st.ready & allowed))
+            if should_act(len(candidates), self.min_batch, num_incoming, now - last_batch, self.max_wait_s):
                 limit = self.max_batch if fixed else min(self.max_batch, quota - self._new_rows)
-                self._act(select_batch(candidates, self._created, limit), policy_version)
+                self._act(select_batch(candidates, st.created, limit), policy_version)
                 batch_sizes.append(min(limit, len(candidates)))
                 last_batch = time.monotonic()
                 self._poll(0.0)
@@ -341,42 +369,39 @@ class Collector:
         return self._finish_rollout(t_start, batch_sizes)
 
     def _act(self, envs: np.ndarray, policy_version: int) -> None:
+        st = self.state
+        idx = torch.from_numpy(envs)
         t0 = time.monotonic()
-        result = self.inference.act(
-            envs, self.hidden[envs], self.episode_start[envs], self.episode_id[envs], self.step_id[envs],
-            policy_version,
-        )
+        result = self.inference.act(envs, st.hidden[idx], st.episode_start[envs], self.episode_id[envs],
+                                    st.step_id[envs], policy_version, on_actions=lambda: self.pool.step(envs))
         self._stats.inference_time += time.monotonic() - t0
-        self.hidden[envs] = result.hidden
-        self.pending[envs] = result.slots
-        self.ready[envs] = False
-        self.episode_start[envs] = False
-        self.step_id[envs] += 1
-        self._created[envs] += 1
+        st.hidden[idx] = result.hidden
+        st.pending[envs] = result.slots
+        st.ready[envs] = False
+        st.episode_start[envs] = False
+        st.step_id[envs] += 1
+        st.created[envs] += 1
         self._new_rows += len(envs)
-        for e in envs:
-            self._send_step(int(e))
 
     def _finish_rollout(self, t_start: float, batch_sizes: list[int]) -> Rollout:
-        n = self.num_envs
-        bootstrap = torch.zeros(n)
-        in_flight = np.nonzero(self.pending >= 0)[0]
-        for e in in_flight:
-            slot = int(self.pending[e])
-            if not bool(self.storage.episode_start[slot]):
-                bootstrap[e] = self.storage.values[slot]
-        waiting = np.nonzero(self.ready & ~self.episode_start)[0]
+        self.pool.pause_clocks()
+        st, table = self.state, self.storage.table
+        bootstrap = torch.zeros(self.num_envs)
+        in_flight = np.nonzero(st.pending >= 0)[0]
+        if len(in_flight):
+            slots = torch.from_numpy(st.pending[in_flight])
+            bootstrap[torch.from_numpy(in_flight)] = torch.where(table.episode_start[slots], 0.0, table.values[slots])
+        waiting = np.nonzero(st.ready & ~st.episode_start)[0]
         if len(waiting):
             t0 = time.monotonic()
-            bootstrap[torch.from_numpy(waiting)] = self.inference.values(
-                waiting, self.hidden[waiting], self.episode_start[waiting]
-            )
+            idx = torch.from_numpy(waiting)
+            bootstrap[idx] = self.inference.values(waiting, st.hidden[idx], st.episode_start[waiting])
             self._stats.inference_time += time.monotonic() - t0
-        rollout = self.storage.build(bootstrap, n, float(self.num_steps))
-        old_slots = self.pending[in_flight]
+        rollout = self.storage.build(bootstrap, self.num_envs, float(self.num_steps))
+        old_slots = st.pending[in_flight]
         order = np.sort(old_slots)
         self.storage.carry_over(order)
-        self.pending[in_flight] = np.searchsorted(order, old_slots)
+        st.pending[in_flight] = np.searchsorted(order, old_slots)
 
         stats = self._stats
         stats.rows = len(rollout)
@@ -401,11 +426,10 @@ class Collector:
         Deterministic mode calls this at every checkpoint so that a resumed run sees exactly the
         envs the uninterrupted run sees. The interrupted episodes are truncated (bootstrapped).
         """
-        if np.any(self.pending >= 0):
+        if np.any(self.state.pending >= 0):
             raise RuntimeError("reset_episodes needs a rollout boundary with no step in flight")
-        for e in range(self.num_envs):
-            self._send_reset(e, self.start_timeout_s)
-        while not np.all(self.ready):
+        self._send_resets(np.arange(self.num_envs))
+        while not np.all(self.state.ready):
             self._poll(_POLL_PERIOD_S)
 
 
@@ -420,22 +444,4 @@ def fill_from_previous(rollout: Rollout, previous: Rollout | None, target_rows: 
     missing = target_rows - len(rollout)
     if previous is None or missing <= 0 or len(previous) == 0:
         return rollout
-    take = torch.arange(max(len(previous) - missing, 0), len(previous))
-    offset = rollout.num_envs
-    return Rollout(
-        obs={k: torch.cat([v, previous.obs[k][take]]) for k, v in rollout.obs.items()},
-        actions=torch.cat([rollout.actions, previous.actions[take]]),
-        log_probs=torch.cat([rollout.log_probs, previous.log_probs[take]]),
-        values=torch.cat([rollout.values, previous.values[take]]),
-        rewards=torch.cat([rollout.rewards, previous.rewards[take]]),
-        dones=torch.cat([rollout.dones, previous.dones[take]]),
-        episode_start=torch.cat([rollout.episode_start, previous.episode_start[take]]),
-        hidden=torch.cat([rollout.hidden, previous.hidden[take]]),
-        env_ids=torch.cat([rollout.env_ids, previous.env_ids[take] + offset]),
-        episode_ids=torch.cat([rollout.episode_ids, previous.episode_ids[take]]),
-        step_ids=torch.cat([rollout.step_ids, previous.step_ids[take]]),
-        policy_version=torch.cat([rollout.policy_version, previous.policy_version[take]]),
-        bootstrap_value=torch.cat([rollout.bootstrap_value, previous.bootstrap_value.float()]),
-        num_envs=rollout.num_envs + previous.num_envs,
-        expected_steps_per_env=rollout.expected_steps_per_env,
-    )
+    return Rollout.cat(rollout, previous.select(slice(max(len(previous) - missing, 0), len(previous))))

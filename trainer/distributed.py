@@ -1,8 +1,10 @@
-"""torch.distributed glue: init from torchrun's environment, gradient all-reduce, rank-aware seeds and logs.
+"""torch.distributed glue: init from torchrun's environment, gradient and statistics all-reduce,
+rank-aware seeds and logs.
 
 Launch with torchrun (single or multi node); each rank runs its own env workers and learner, and
-gradients are averaged with an all-reduce after every backward pass (DD-PPO). Backend: nccl when
-CUDA is available, gloo on CPU. Without torchrun's variables everything degrades to one rank.
+gradients are averaged with an all-reduce after every backward pass (DD-PPO); learner statistics
+(return moments, observation moments) are averaged the same way by `make_stats_sync`. Backend: nccl
+when CUDA is available, gloo on CPU. Without torchrun's variables everything degrades to one rank.
 `RolloutDoneCounter` is DD-PPO's key-value counter of ranks that finished collecting.
 """
 
@@ -14,8 +16,9 @@ import logging
 import os
 import random
 import sys
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields, replace
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -85,6 +88,23 @@ def make_grad_sync(world_size: int):
     return grad_sync
 
 
+def make_stats_sync(world_size: int) -> Callable[[torch.Tensor], None]:
+    """A `stats_sync(tensor)` for PPO and observation normalisation: average `tensor` across ranks in
+    place. Any dtype the backend reduces (float32, float64) and any device: under nccl a CPU tensor
+    travels through the rank's GPU and back."""
+
+    def stats_sync(tensor: torch.Tensor) -> None:
+        device = tensor.device
+        if dist.get_backend() == "nccl" and device.type != "cuda":
+            device = torch.device("cuda", torch.cuda.current_device())
+        buffer = tensor.detach().to(device).contiguous()
+        dist.all_reduce(buffer)
+        buffer /= world_size
+        tensor.copy_(buffer)
+
+    return stats_sync
+
+
 def broadcast_module(module: nn.Module, src: int = 0) -> None:
     """Make every rank's parameters and buffers equal to rank `src`'s."""
     if not dist.is_initialized():
@@ -99,6 +119,16 @@ def all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
     t = torch.tensor(values, dtype=torch.float64, device=device)
     dist.all_reduce(t)
     return t.tolist()
+
+
+Fields = TypeVar("Fields")
+
+
+def all_reduce_sum_fields(values: Fields, device: torch.device) -> Fields:
+    """A copy of the dataclass `values` with every (numeric) field summed over ranks, as floats."""
+    names = [f.name for f in fields(values)]  # type: ignore[arg-type]
+    summed = all_reduce_sum([float(getattr(values, n)) for n in names], device)
+    return replace(values, **dict(zip(names, summed, strict=True)))  # type: ignore[type-var]
 
 
 def all_reduce_max(value: float, device: torch.device) -> float:
@@ -119,10 +149,11 @@ def all_gather_objects(obj: object) -> list:
 
 
 def parameter_checksum(module: nn.Module) -> str:
-    """SHA-256 of all parameters' bytes: equal on every rank iff the parameters are identical."""
+    """SHA-256 of all parameters' and buffers' bytes (value and observation normalisation statistics
+    are buffers): equal on every rank iff they are identical."""
     h = hashlib.sha256()
-    for p in module.parameters():
-        h.update(p.detach().cpu().contiguous().numpy().tobytes())
+    for t in list(module.parameters()) + list(module.buffers()):
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
 
 

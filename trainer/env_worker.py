@@ -1,15 +1,21 @@
-"""Environment worker processes: one Gymnasium env per process, driven through shared memory.
+"""Environment worker processes: each holds K Gymnasium envs and steps them through shared memory.
 
-Protocol over one duplex pipe per worker (only small messages travel):
-  main -> worker: ("reset", seed) | ("step",) | ("close",)
-  worker -> main: ("ready", episode_stats | None) after writing its row of the transfer buffers,
-                  ("error", message) when the env raised (the worker then exits).
-On `step` the worker reads its action row, steps the env, and writes observation, reward and done.
-When the episode ends it resets the env itself and writes the final step's reward/done together
-with the NEW episode's first observation; `episode_stats` then carries the finished episode's
-return, length and the scalar entries of its final `info`.
+Worker `w` holds a contiguous block of envs (`WorkerPool.envs_of(w)`); it builds them with
+`env_fn(global env index)`. Protocol over one duplex pipe per worker (only small messages travel;
+`envs` are the worker's local env indices, all of its envs when left out):
+  main -> worker: ("step", envs) | ("reset", seeds, envs) | ("close",)
+  worker -> main: ("ready", seconds, episodes) after writing the rows of those envs into the
+                  transfer buffers; `seconds` is the time the worker spent on the command, and
+                  `episodes` holds per env None or the finished episode's stats;
+                  ("error", message) when an env raised (the worker then exits).
+On `step` the worker steps its envs one after another: read the action row, step, write observation,
+reward, terminated and truncated. When an episode ends it resets the env itself and writes the final
+step's reward with the NEW episode's first observation; on a time-limit truncation it first writes
+the observation the episode ended in into `final_obs`. Episode stats are the return, the length and
+the scalar entries of the final `info`.
 
-`WorkerPool` starts, watches, kills and restarts these processes for the collector.
+`WorkerPool` starts, watches, kills and restarts these processes and turns their answers, deaths
+and silences into `Ready`, `Failed` and `Hung` events for the collector.
 """
 
 from __future__ import annotations
@@ -19,15 +25,19 @@ import math
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_for_any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 import torch.multiprocessing as torch_mp
 
-from trainer.shared_buffers import TransferBuffers
+from trainer.shared_buffers import EnvRow, TransferBuffers
 
 EnvFn = Callable[[int], gym.Env]
 
@@ -53,117 +63,295 @@ def _prepare_action(action: np.ndarray, space: gym.Space) -> np.ndarray | int:
     return np.clip(action.reshape(space.shape), space.low, space.high).astype(space.dtype)
 
 
-def worker_main(env_idx: int, env_fn: EnvFn, buffers: TransferBuffers, conn: Connection) -> None:
-    """Body of one env worker process (see the module docstring for the protocol)."""
+class _EnvRunner:
+    """One env inside a worker: its buffer row and the running episode's return and length."""
+
+    def __init__(self, env: gym.Env, row: EnvRow) -> None:
+        self.env, self.row = env, row
+        self.episode_return, self.episode_length = 0.0, 0
+
+    def reset(self, seed: int | None) -> None:
+        obs, _ = self.env.reset(seed=seed)
+        self.episode_return, self.episode_length = 0.0, 0
+        self.row.write(obs, 0.0, False, False)
+
+    def step(self) -> dict | None:
+        obs, reward, terminated, truncated, info = self.env.step(_prepare_action(self.row.action(),
+                                                                                 self.env.action_space))
+        self.episode_return += float(reward)
+        self.episode_length += 1
+        terminated = bool(terminated)
+        truncated = bool(truncated) and not terminated
+        stats = None
+        if terminated or truncated:
+            stats = {"return": self.episode_return, "length": float(self.episode_length), **_scalar_info(info)}
+            if truncated:
+                self.row.write_final(obs)
+            obs, _ = self.env.reset()
+            self.episode_return, self.episode_length = 0.0, 0
+        self.row.write(obs, float(reward), terminated, truncated)
+        return stats
+
+
+def worker_main(worker_idx: int, env_ids: Sequence[int], env_fn: EnvFn, buffers: TransferBuffers,
+                conn: Connection) -> None:
+    """Body of one worker process holding the envs `env_ids` (see the module docstring)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is handled by the main process
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["LP_NUM_THREADS"] = "1"
     torch.set_num_threads(1)
-    env = None
+    runners: list[_EnvRunner] = []
     try:
-        env = env_fn(env_idx)
-        row = buffers.env_view(env_idx)
-        episode_return, episode_length = 0.0, 0
+        for e in env_ids:
+            runners.append(_EnvRunner(env_fn(e), buffers.env_view(e)))
+        every = tuple(range(len(runners)))
         while True:
             command = conn.recv()
+            t0 = time.perf_counter()
             if command[0] == "step":
-                action = _prepare_action(row.action(), env.action_space)
-                obs, reward, terminated, truncated, info = env.step(action)
-                episode_return += float(reward)
-                episode_length += 1
-                done = bool(terminated or truncated)
-                stats = None
-                if done:
-                    stats = {"return": episode_return, "length": float(episode_length), **_scalar_info(info)}
-                    obs, _ = env.reset()
-                    episode_return, episode_length = 0.0, 0
-                row.write(obs, float(reward), done)
-                conn.send(("ready", stats))
+                local = command[1] if len(command) > 1 else every
+                episodes = tuple(runners[i].step() for i in local)
             elif command[0] == "reset":
-                obs, _ = env.reset(seed=command[1])
-                episode_return, episode_length = 0.0, 0
-                row.write(obs, 0.0, False)
-                conn.send(("ready", None))
+                seeds = command[1] if isinstance(command[1], Sequence) else (command[1],)
+                local = command[2] if len(command) > 2 else every
+                for i, seed in zip(local, seeds, strict=True):
+                    runners[i].reset(seed)
+                episodes = (None,) * len(local)
             elif command[0] == "close":
                 break
+            else:
+                raise ValueError(f"unknown worker command {command[0]!r}")
+            conn.send(("ready", time.perf_counter() - t0, episodes))
     except (EOFError, BrokenPipeError):
         pass  # the main process went away
-    except Exception as exc:  # report, then die: the main process restarts us with a fresh env
+    except Exception as exc:  # report, then die: the main process restarts us with fresh envs
         with contextlib.suppress(BrokenPipeError, OSError):
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
         os._exit(1)
     finally:
-        if env is not None:
+        for runner in runners:
             with contextlib.suppress(Exception):
-                env.close()
+                runner.env.close()
+
+
+# ---------------------------------------------------------------------------------------- events
+@dataclass
+class Ready:
+    """A worker answered its oldest command: the rows of `envs` (global indices) are written."""
+
+    worker: int
+    envs: np.ndarray
+    command: str  # "step" | "reset"
+    seconds: float  # time the worker spent on the command (measured inside the worker)
+    episodes: tuple  # per env of `envs`: None, or the stats of the episode that just ended
+
+
+@dataclass
+class Failed:
+    """A worker raised or died; its envs' state is lost (restart it)."""
+
+    worker: int
+    envs: np.ndarray
+    reason: str
+
+
+@dataclass
+class Hung(Failed):
+    """A worker did not answer within its command's timeout (restart it)."""
+
+
+Event = Ready | Failed
+
+
+@dataclass
+class _Command:
+    kind: str
+    envs: np.ndarray  # global env indices
+    timeout_s: float
+
+
+@dataclass
+class _Worker:
+    envs: np.ndarray  # global env indices, contiguous
+    proc: Any = None
+    conn: Connection | None = None
+    commands: deque[_Command] = field(default_factory=deque)  # sent, not answered, oldest first
+    clock_start: float = math.nan  # when the oldest command started counting towards its timeout
+
+
+def split_envs(num_envs: int, envs_per_worker: int) -> list[np.ndarray]:
+    """Envs of each worker: ceil(N / K) workers holding contiguous blocks, sizes differing by at most 1."""
+    if envs_per_worker < 1:
+        raise ValueError(f"trainer.envs_per_worker must be >= 1, got {envs_per_worker}")
+    num_workers = -(-num_envs // envs_per_worker)
+    return [np.asarray(b, dtype=np.int64) for b in np.array_split(np.arange(num_envs), num_workers)]
 
 
 class WorkerPool:
-    """The N env worker processes of one rank: start, send commands, detect death, restart."""
+    """The env worker processes of one rank: start, command, watch (events), restart, close.
 
-    def __init__(self, env_fn: EnvFn, buffers: TransferBuffers, start_method: str = "forkserver") -> None:
+    Timeouts scale with the number of envs a command covers: `step_timeout_s` per env stepped,
+    `start_timeout_s` per env reset (a reset answer after a (re)start includes building the envs).
+    """
+
+    def __init__(self, env_fn: EnvFn, buffers: TransferBuffers, start_method: str = "forkserver",
+                 envs_per_worker: int = 1, step_timeout_s: float = math.inf,
+                 start_timeout_s: float = math.inf) -> None:
         self.env_fn = env_fn
         self.buffers = buffers
         self.num_envs = buffers.num_envs
+        self.step_timeout_s, self.start_timeout_s = step_timeout_s, start_timeout_s
         self._ctx = torch_mp.get_context(start_method)
         if start_method == "forkserver":
             self._ctx.set_forkserver_preload(["trainer.env_worker"])
-        self.procs: list = [None] * self.num_envs
-        self.conns: list[Connection | None] = [None] * self.num_envs
-        self.busy_since = np.full(self.num_envs, np.nan)  # time a command was sent and not yet answered
+        self.workers = [_Worker(envs) for envs in split_envs(self.num_envs, envs_per_worker)]
+        self.num_workers = len(self.workers)
+        self.worker_of = np.concatenate([np.full(len(w.envs), i) for i, w in enumerate(self.workers)])
+        self._first_env = np.array([int(w.envs[0]) for w in self.workers])
+        self._paused_at: float | None = None
+        self._handles: tuple[dict, dict, list] | None = None  # what `poll` waits on
 
-    def start(self, env_idx: int) -> None:
+    def envs_of(self, worker: int) -> np.ndarray:
+        return self.workers[worker].envs
+
+    # ------------------------------------------------------------------ processes
+    def start(self, worker: int) -> None:
+        w = self.workers[worker]
         parent, child = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
-            target=worker_main, args=(env_idx, self.env_fn, self.buffers, child), daemon=True,
-            name=f"env-worker-{env_idx}",
+            target=worker_main, args=(worker, tuple(int(e) for e in w.envs), self.env_fn, self.buffers, child),
+            daemon=True, name=f"env-worker-{worker}",
         )
         proc.start()
         child.close()
-        self.procs[env_idx], self.conns[env_idx] = proc, parent
-        self.busy_since[env_idx] = np.nan
+        w.proc, w.conn = proc, parent
+        w.commands.clear()
+        w.clock_start = math.nan
+        self._handles = None
 
     def start_all(self) -> None:
-        for env_idx in range(self.num_envs):
-            self.start(env_idx)
+        for worker in range(self.num_workers):
+            self.start(worker)
 
-    def send(self, env_idx: int, command: tuple) -> None:
-        self.busy_since[env_idx] = time.monotonic()
-        self.conns[env_idx].send(command)
+    def kill(self, worker: int) -> None:
+        w = self.workers[worker]
+        if w.proc is not None and w.proc.is_alive():
+            w.proc.kill()
+        if w.proc is not None:
+            w.proc.join(timeout=5.0)
+        if w.conn is not None:
+            w.conn.close()
+        w.proc, w.conn = None, None
+        w.commands.clear()
+        w.clock_start = math.nan
+        self._handles = None
 
-    def kill(self, env_idx: int) -> None:
-        proc, conn = self.procs[env_idx], self.conns[env_idx]
-        if proc is not None and proc.is_alive():
-            proc.kill()
-        if proc is not None:
-            proc.join(timeout=5.0)
-        if conn is not None:
-            conn.close()
-        self.procs[env_idx], self.conns[env_idx] = None, None
-        self.busy_since[env_idx] = np.nan
-
-    def restart(self, env_idx: int) -> None:
-        self.kill(env_idx)
-        self.start(env_idx)
-
-    def conn_to_env(self) -> dict[Connection, int]:
-        return {conn: idx for idx, conn in enumerate(self.conns) if conn is not None}
-
-    def sentinel_to_env(self) -> dict[int, int]:
-        return {proc.sentinel: idx for idx, proc in enumerate(self.procs) if proc is not None}
-
-    def hung(self, timeout_s: float) -> list[int]:
-        """Envs that have not answered a command within `timeout_s` seconds."""
-        waited = time.monotonic() - self.busy_since
-        return [int(i) for i in np.nonzero(waited > timeout_s)[0]]
+    def restart(self, worker: int) -> None:
+        self.kill(worker)
+        self.start(worker)
 
     def close(self) -> None:
-        for conn in self.conns:
-            if conn is not None:
+        for w in self.workers:
+            if w.conn is not None:
                 with contextlib.suppress(BrokenPipeError, OSError):
-                    conn.send(("close",))
+                    w.conn.send(("close",))
         deadline = time.monotonic() + 3.0
-        for env_idx, proc in enumerate(self.procs):
-            if proc is not None:
-                proc.join(timeout=max(0.0, deadline - time.monotonic()))
-            self.kill(env_idx)
+        for worker, w in enumerate(self.workers):
+            if w.proc is not None:
+                w.proc.join(timeout=max(0.0, deadline - time.monotonic()))
+            self.kill(worker)
+
+    # ------------------------------------------------------------------ commands
+    def send(self, worker: int, command: tuple, envs: np.ndarray | None = None) -> None:
+        """Send `command` to a worker; `envs` (global indices) are the envs it covers (default: all)."""
+        w = self.workers[worker]
+        envs = w.envs if envs is None else envs
+        per_env = self.step_timeout_s if command[0] == "step" else self.start_timeout_s
+        if not w.commands:
+            w.clock_start = time.monotonic()
+        w.commands.append(_Command(command[0], envs, per_env * len(envs)))
+        w.conn.send(command)
+
+    def _by_worker(self, envs: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        if self.num_workers == self.num_envs:  # one env per worker: worker index == env index
+            return [(int(e), envs[i : i + 1]) for i, e in enumerate(envs)]
+        workers = self.worker_of[envs]
+        order = np.argsort(workers, kind="stable")
+        bounds = np.flatnonzero(np.diff(workers[order])) + 1
+        return [(int(workers[g[0]]), envs[g]) for g in np.split(order, bounds)]
+
+    def step(self, envs: np.ndarray) -> None:
+        """Step the envs (global indices; their actions are in the transfer buffers): one message per worker."""
+        for worker, group in self._by_worker(np.asarray(envs, dtype=np.int64)):
+            self.send(worker, ("step", tuple((group - self._first_env[worker]).tolist())), group)
+
+    def reset(self, envs: np.ndarray, seeds: Sequence[int]) -> None:
+        """Reset the envs (global indices) with their seeds: one message per worker."""
+        envs = np.asarray(envs, dtype=np.int64)
+        seed_of = dict(zip(envs.tolist(), (int(s) for s in seeds), strict=True))
+        for worker, group in self._by_worker(envs):
+            self.send(worker, ("reset", tuple(seed_of[e] for e in group.tolist()),
+                               tuple((group - self._first_env[worker]).tolist())), group)
+
+    def pause_clocks(self) -> None:
+        """Stop the timeouts of the commands in flight (the caller stops polling, e.g. to learn)."""
+        self._paused_at = time.monotonic()
+
+    def resume_clocks(self) -> None:
+        """Continue the timeouts: the time since `pause_clocks` does not count towards a hang."""
+        if self._paused_at is None:
+            return
+        now = time.monotonic()
+        for w in self.workers:
+            if w.commands:
+                w.clock_start = min(w.clock_start + (now - self._paused_at), now)
+        self._paused_at = None
+
+    def conn_to_env(self) -> dict[Connection, int]:
+        """Pipe of every running worker -> worker index (the env index with one env per worker)."""
+        return {w.conn: i for i, w in enumerate(self.workers) if w.conn is not None}
+
+    # ------------------------------------------------------------------ events
+    def poll(self, timeout: float) -> list[Event]:
+        """Wait up to `timeout` s for answers; returns what happened (answers, failures, hangs), in order."""
+        if self._handles is None:  # rebuilt after a (re)start or kill
+            conns = {w.conn: i for i, w in enumerate(self.workers) if w.conn is not None}
+            sentinels = {w.proc.sentinel: i for i, w in enumerate(self.workers) if w.proc is not None}
+            self._handles = (conns, sentinels, [*conns, *sentinels])
+        conns, sentinels, handles = self._handles
+        ready = wait_for_any(handles, timeout=max(timeout, 0.0))
+        events: list[Event] = []
+        failed: set[int] = set()
+        for obj in ready:
+            if obj in conns:
+                events.extend(self._receive(conns[obj], failed))
+        for obj in ready:
+            worker = sentinels.get(obj) if isinstance(obj, int) else None
+            if worker is not None and worker not in failed and not self.workers[worker].proc.is_alive():
+                failed.add(worker)
+                events.append(Failed(worker, self.workers[worker].envs,
+                                     f"worker exited with code {self.workers[worker].proc.exitcode}"))
+        now = time.monotonic()
+        for worker, w in enumerate(self.workers):
+            if w.commands and worker not in failed and now - w.clock_start > w.commands[0].timeout_s:
+                events.append(Hung(worker, w.envs, f"no answer within {w.commands[0].timeout_s:.1f} s"))
+        return events
+
+    def _receive(self, worker: int, failed: set[int]) -> list[Event]:
+        w = self.workers[worker]
+        events: list[Event] = []
+        try:
+            while w.conn.poll():
+                message = w.conn.recv()
+                if message[0] != "ready":
+                    failed.add(worker)
+                    events.append(Failed(worker, w.envs, f"env raised {message[1]}"))
+                    break
+                command = w.commands.popleft()
+                w.clock_start = time.monotonic() if w.commands else math.nan
+                events.append(Ready(worker, command.envs, command.kind, float(message[1]), message[2]))
+        except (EOFError, OSError):
+            w.proc.join(timeout=1.0)
+            failed.add(worker)
+            events.append(Failed(worker, w.envs, f"worker exited with code {w.proc.exitcode}"))
+        return events

@@ -11,6 +11,9 @@ continues in the next piece as a new sequence that starts from the stored hidden
 first row, `rollout.hidden[row]` (the state the collector fed to that row). Every sequence, split or
 not, starts from the stored state of its own first row; habitat-lab instead reuses the state of the
 env's earliest sequence in the mini-batch (reference notes 1.5), which we do not repeat.
+
+Feed-forward policies need no sequences: `build_row_minibatches` cuts a random permutation of the
+rows into `num_mini_batch` pieces (every row a sequence of length 1).
 """
 
 from __future__ import annotations
@@ -87,3 +90,20 @@ def build_minibatches(
         batches.append(MiniBatch(rows=piece, seq_lengths=lengths, seq_first_rows=piece[start_pos]))
         begin += size
     return batches
+
+
+def build_row_minibatches(
+    rollout: Rollout, num_mini_batch: int, generator: torch.Generator | None = None
+) -> list[MiniBatch]:
+    """One epoch's mini-batches for a feed-forward policy: rows sampled independently (a random
+    permutation cut into `num_mini_batch` pieces of equal size, +-1)."""
+    num_rows = len(rollout)
+    if num_mini_batch < 1 or num_mini_batch > num_rows:
+        raise ValueError(
+            f"num_mini_batch must be between 1 and the rollout size {num_rows}, got {num_mini_batch}"
+        )
+    rows = torch.randperm(num_rows, generator=generator)
+    return [
+        MiniBatch(rows=piece, seq_lengths=torch.ones(len(piece), dtype=torch.long), seq_first_rows=piece)
+        for piece in torch.split(rows, partition_sizes(num_rows, num_mini_batch))
+    ]

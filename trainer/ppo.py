@@ -31,11 +31,17 @@ computed in normalised units and `ActorCritic.set_value_normalization` rescales 
 that value outputs (in reward units) are preserved. Recommended when returns are much larger than
 ~10: the LSTM is shared by actor and critic and saturates when it must produce large values.
 
+Observation normalisation (`policy.obs_norm`): before the epochs, `update` merges the rollout's
+vector observations into the model's running statistics (`ActorCritic.update_obs_normalization`),
+so that the epochs and the next rollout use them. Mini-batches: VER sequences for a recurrent
+policy, independently sampled rows for a feed-forward one (`ActorCritic.is_recurrent`).
+
 Distributed training: pass `grad_sync(params)`; it is called after `backward()` and before
 gradient clipping with every trainable parameter (the model's and `log_alpha` when learned), all
 of which have a `.grad`, and must average those gradients across ranks in place. With
-`normalize_value`, also pass `stats_sync(tensor)`, which must average a tensor across ranks in
-place (used for the return moments, so that every rank keeps identical value statistics).
+`normalize_value` or `policy.obs_norm`, also pass `stats_sync(tensor)`, which must average a
+float64 CPU tensor across ranks in place (all-reduce sum / world size; used for the return moments
+and the observation moments, so that every rank keeps identical statistics).
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from torch import nn
 
 from trainer.entropy import entropy_coefficient_from_config
 from trainer.gae import compute_gae
-from trainer.minibatch import build_minibatches
+from trainer.minibatch import MiniBatch, build_minibatches, build_row_minibatches
 from trainer.networks import ActorCritic
 from trainer.rollout import Rollout
 
@@ -158,6 +164,7 @@ class PPO:
             lag = (self.num_updates - rollout.policy_version).float()
             if self.normalize_value:
                 self._update_value_normalization(returns)
+            ac.update_obs_normalization(rollout.obs, self.stats_sync)
             value_mean, value_std = ac.value_mean.clone(), ac.value_std.clone()
 
         lr = self.lr_at(self.num_updates)
@@ -171,7 +178,7 @@ class PPO:
         }
         steps = 0
         for _ in range(self.ppo_epoch):
-            for mb in build_minibatches(rollout, self.num_mini_batch, self.generator, self.max_seq_len):
+            for mb in self._minibatches(rollout):
                 rows = mb.rows.to(device)
                 out = ac.evaluate(
                     {k: v[rows] for k, v in rollout.obs.items()},
@@ -239,6 +246,11 @@ class PPO:
             }
         )
         return stats
+
+    def _minibatches(self, rollout: Rollout) -> list[MiniBatch]:
+        if self.actor_critic.is_recurrent:
+            return build_minibatches(rollout, self.num_mini_batch, self.generator, self.max_seq_len)
+        return build_row_minibatches(rollout, self.num_mini_batch, self.generator)
 
     @torch.no_grad()
     def _update_value_normalization(self, returns: torch.Tensor) -> None:

@@ -1,11 +1,14 @@
 """The collector's linear rollout storage (VER's layout): one slot per step, in the order actions were chosen.
 
 Inference reserves slots for a batch and writes observation, action, log-prob, value, input
-recurrent state, ids and policy version; the step's reward and done are written into the same slot
-later, when the env's next request arrives (`set_result`). A slot whose reward has not arrived is
-*in flight*. At the end of a rollout `build` hands the complete rows to learning and `carry_over`
-moves the in-flight rows to the front, so they become the first rows of the next rollout.
-`drop_episode` removes the rows of an episode whose env worker failed.
+recurrent state, ids and policy version; the step's reward, done and truncated flags are written
+into the same slots later, when the envs' next requests arrive (`set_results`). A slot whose reward
+has not arrived is *in flight*. At the end of a rollout `build` hands the complete rows to learning
+and `carry_over` moves the in-flight rows to the front, so they become the first rows of the next
+rollout. `drop_episodes` removes the rows of episodes whose env worker failed.
+
+The slots are one preallocated `Rollout` table (`self.table`), so moving and copying rows works on
+every field at once.
 """
 
 from __future__ import annotations
@@ -26,68 +29,59 @@ class RolloutStorage:
         capacity: int,
     ) -> None:
         self.capacity = capacity
-        self.obs = {k: torch.zeros((capacity, *shape), dtype=dt) for k, (shape, dt) in obs_layout.items()}
-        self.actions = torch.zeros((capacity, *action_shape), dtype=action_dtype)
-        self.log_probs = torch.zeros(capacity)
-        self.values = torch.zeros(capacity)
-        self.rewards = torch.zeros(capacity)
-        self.dones = torch.zeros(capacity, dtype=torch.bool)
-        self.episode_start = torch.zeros(capacity, dtype=torch.bool)
-        self.hidden = torch.zeros((capacity, *hidden_shape))
-        self.env_ids = torch.zeros(capacity, dtype=torch.long)
-        self.episode_ids = torch.zeros(capacity, dtype=torch.long)
-        self.step_ids = torch.zeros(capacity, dtype=torch.long)
-        self.policy_version = torch.zeros(capacity, dtype=torch.long)
+
+        def zeros(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+            return torch.zeros((capacity, *shape), dtype=dtype)
+
+        self.table = Rollout(
+            obs={k: zeros(*shape, dtype=dt) for k, (shape, dt) in obs_layout.items()},
+            actions=zeros(*action_shape, dtype=action_dtype), log_probs=zeros(), values=zeros(), rewards=zeros(),
+            dones=zeros(dtype=torch.bool), episode_start=zeros(dtype=torch.bool), hidden=zeros(*hidden_shape),
+            env_ids=zeros(dtype=torch.long), episode_ids=zeros(dtype=torch.long), step_ids=zeros(dtype=torch.long),
+            policy_version=zeros(dtype=torch.long), truncated=zeros(dtype=torch.bool),
+            bootstrap_value=torch.zeros(0), num_envs=0, expected_steps_per_env=0.0,
+        )
         self.complete = np.zeros(capacity, dtype=bool)  # reward and done have arrived
         self.size = 0
 
-    def append(
-        self,
-        obs: dict[str, torch.Tensor],
-        actions: torch.Tensor,
-        log_probs: torch.Tensor,
-        values: torch.Tensor,
-        hidden: torch.Tensor,
-        episode_start: torch.Tensor,
-        env_ids: torch.Tensor,
-        episode_ids: torch.Tensor,
-        step_ids: torch.Tensor,
-        policy_version: int,
-    ) -> np.ndarray:
-        """Write one inference batch into the next free slots; returns the slot of each row."""
-        count = int(env_ids.shape[0])
+    def append(self, obs: dict[str, torch.Tensor], policy_version: int, **columns: torch.Tensor) -> np.ndarray:
+        """Write one inference batch into the next free slots; returns the slot of each row.
+
+        `columns`: actions, log_probs, values, hidden, episode_start, env_ids, episode_ids, step_ids.
+        Rewards, dones and truncated flags start as zero until `set_results`.
+        """
+        count = int(columns["env_ids"].shape[0])
         if self.size + count > self.capacity:
             raise RuntimeError(f"rollout storage overflow: {self.size} + {count} > {self.capacity}")
         s = slice(self.size, self.size + count)
+        table = self.table
         for key, value in obs.items():
-            self.obs[key][s] = value
-        self.actions[s] = actions
-        self.log_probs[s] = log_probs
-        self.values[s] = values
-        self.hidden[s] = hidden
-        self.episode_start[s] = episode_start
-        self.env_ids[s] = env_ids
-        self.episode_ids[s] = episode_ids
-        self.step_ids[s] = step_ids
-        self.policy_version[s] = policy_version
-        self.rewards[s] = 0.0
-        self.dones[s] = False
+            table.obs[key][s] = value
+        for name, value in columns.items():
+            getattr(table, name)[s] = value
+        table.policy_version[s] = policy_version
+        table.rewards[s] = 0.0
+        table.dones[s] = False
+        table.truncated[s] = False
         self.complete[s] = False
         self.size += count
         return np.arange(s.start, s.stop)
 
-    def set_result(self, slot: int, reward: float, done: bool) -> None:
-        self.rewards[slot] = reward
-        self.dones[slot] = done
-        self.complete[slot] = True
+    def set_results(self, slots: np.ndarray, rewards: torch.Tensor, dones: torch.Tensor,
+                    truncated: torch.Tensor) -> None:
+        """The env answers of the rows at `slots` arrived (they are complete now)."""
+        idx = torch.from_numpy(slots)
+        self.table.rewards[idx] = rewards
+        self.table.dones[idx] = dones
+        self.table.truncated[idx] = truncated
+        self.complete[slots] = True
 
-    def drop_episode(self, env_idx: int, episode_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """Remove every stored row of one (env, episode), compacting the buffer.
+    def drop_episodes(self, hit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Remove the rows where `hit` (bool over the stored rows), compacting the buffer.
 
         Returns (the removed slots, `new_slot` with `new_slot[old] = new position` or -1 if removed).
         """
         n = self.size
-        hit = (self.env_ids[:n].numpy() == env_idx) & (self.episode_ids[:n].numpy() == episode_id)
         removed = np.nonzero(hit)[0]
         keep = np.nonzero(~hit)[0]
         new_slot = np.full(n, -1, dtype=np.int64)
@@ -101,33 +95,22 @@ class RolloutStorage:
         """Rows at `slots` (ascending) become rows 0..len(slots)-1."""
         k = len(slots)
         src = torch.from_numpy(slots)
-        for tensor in (*self.obs.values(), self.actions, self.log_probs, self.values, self.rewards, self.dones,
-                       self.episode_start, self.hidden, self.env_ids, self.episode_ids, self.step_ids,
-                       self.policy_version):
-            tensor[:k] = tensor[src].clone()
+
+        def move(t: torch.Tensor) -> torch.Tensor:
+            t[:k] = t[src].clone()
+            return t
+
+        self.table.map_rows(move)
         self.complete[:k] = self.complete[slots]
 
     def build(self, bootstrap_value: torch.Tensor, num_envs: int, expected_steps_per_env: float) -> Rollout:
         """The complete rows in slot order (copies), as a `Rollout`."""
-        n = self.size
-        rows = torch.from_numpy(np.nonzero(self.complete[:n])[0])
-        return Rollout(
-            obs={k: v[rows].clone() for k, v in self.obs.items()},
-            actions=self.actions[rows].clone(),
-            log_probs=self.log_probs[rows].clone(),
-            values=self.values[rows].clone(),
-            rewards=self.rewards[rows].clone(),
-            dones=self.dones[rows].clone(),
-            episode_start=self.episode_start[rows].clone(),
-            hidden=self.hidden[rows].clone(),
-            env_ids=self.env_ids[rows].clone(),
-            episode_ids=self.episode_ids[rows].clone(),
-            step_ids=self.step_ids[rows].clone(),
-            policy_version=self.policy_version[rows].clone(),
-            bootstrap_value=bootstrap_value.clone().float(),
-            num_envs=num_envs,
-            expected_steps_per_env=float(expected_steps_per_env),
-        )
+        rows = torch.from_numpy(np.nonzero(self.complete[: self.size])[0])
+        out = self.table.select(rows)  # advanced indexing copies
+        out.bootstrap_value = bootstrap_value.clone().float()
+        out.num_envs = num_envs
+        out.expected_steps_per_env = float(expected_steps_per_env)
+        return out
 
     def carry_over(self, slots: np.ndarray) -> np.ndarray:
         """Keep only the rows at `slots` (in flight), moved to the front in order; returns their new slots."""

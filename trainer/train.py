@@ -5,8 +5,14 @@
 
 `env_fn(index) -> gymnasium.Env` must be picklable (a top-level function or a functools.partial);
 it is called once in the main process (index 0) to read the observation and action spaces, then
-inside every env worker. Run under torchrun for several ranks: every rank runs this same loop
-with its own workers; gradients are all-reduced; rank 0 logs and writes checkpoints.
+inside every env worker. With `policy.prev_action: true` every env is wrapped by
+`trainer.wrappers.with_previous_action`. Run under torchrun for several ranks: every rank runs this
+same loop with its own workers; gradients and learner statistics are all-reduced; rank 0 logs and
+writes checkpoints.
+
+Layout: `_build` sets everything up once (`_Run`), `_restore` puts a checkpoint back, `_iterate`
+is one collect-and-learn step, `_iteration_metrics` names what it measured, `_save` writes a
+checkpoint; `train` strings them together.
 
 Ctrl-C: the first press stops at the next safe point (between rollouts with one rank, after the
 current update with several), writes a checkpoint and returns with `summary["interrupted"] = True`
@@ -23,34 +29,39 @@ import signal
 import threading
 import time
 from collections import deque
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from trainer.checkpoint import (
-    CheckpointError,
     build_checkpoint_state,
     capture_rng_state,
     checkpoint_path,
     keep_last_checkpoints,
     latest_checkpoint,
     load_checkpoint,
+    resolve_checkpoint,
     restore_rng_state,
     restore_training_state,
     save_checkpoint,
 )
-from trainer.collector import Collector, fill_from_previous
+from trainer.collector import Collector, CollectStats, fill_from_previous
 from trainer.config import ConfigError, to_plain
+from trainer.config_check import check_config
 from trainer.distributed import (
+    DistInfo,
     RolloutDoneCounter,
     all_gather_objects,
     all_reduce_max,
-    all_reduce_sum,
+    all_reduce_sum_fields,
     broadcast_module,
     init_distributed,
     make_grad_sync,
+    make_stats_sync,
     parameter_checksum,
     rank_seed,
     seed_everything,
@@ -61,21 +72,148 @@ from trainer.files import write_text_atomic
 from trainer.logger import MetricsLogger
 from trainer.networks import ActorCritic
 from trainer.ppo import PPO
-from trainer.preemption import ddppo_should_stop, optimal_rollout_time
+from trainer.preemption import PreemptionPlan, ddppo_should_stop, optimal_rollout_time
+from trainer.rollout import Rollout
 
 log = logging.getLogger(__name__)
 
 
-def resolve_checkpoint(resume: str | os.PathLike) -> Path:
-    """A checkpoint file, or the newest checkpoint of a run directory; CheckpointError otherwise."""
-    path = Path(resume)
-    if path.is_dir():
-        found = latest_checkpoint(path / "checkpoints") or latest_checkpoint(path)
-        if found is None:
-            raise CheckpointError(f"no checkpoint (ckpt_*.pt) found in {path}")
-        return found
-    if not path.exists():
-        raise CheckpointError(f"checkpoint not found: {path}")
+@dataclass
+class Counters:
+    """Run totals over all ranks; saved in checkpoints as a plain dict."""
+
+    env_steps: int = 0
+    updates: int = 0
+    episodes: int = 0
+    worker_restarts: int = 0
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Counters:
+        return cls(**{f.name: int(values.get(f.name, 0)) for f in fields(cls)})
+
+
+@dataclass
+class RankTotals:
+    """One iteration's numbers of a rank; after `all_reduce_sum_fields`, their sums over all ranks."""
+
+    rows: float  # env steps collected
+    episodes: float  # episodes finished
+    worker_restarts: float
+    preempted: float  # 1 if this rank's rollout was cut short by preemption
+    interrupted: float  # 1 if Ctrl-C was pressed on this rank
+
+
+@dataclass
+class _Run:
+    """Everything `train` sets up once."""
+
+    cfg: DictConfig
+    info: DistInfo
+    out: Path
+    obs_space: Any
+    action_space: Any
+    actor_critic: ActorCritic
+    ppo: PPO
+    collector: Collector
+    rows_per_rank: int  # T x N
+    total_steps: int
+
+    @property
+    def ckpt_dir(self) -> Path:
+        return self.out / "checkpoints"
+
+
+@dataclass
+class _Iteration:
+    """What one collect-and-learn step produced and measured."""
+
+    rollout: Rollout  # as collected (the next preempted VER rollout may borrow its newest rows)
+    learn_rows: int  # rows PPO learned from (more than collected after fill_from_previous)
+    stats: CollectStats
+    learner_stats: dict[str, float]
+    collect_time: float
+    learn_time: float
+    totals: RankTotals  # summed over ranks
+    plan: PreemptionPlan | None  # VER's Eq. 1 deadline for the next rollout
+    episodes: list[dict]  # finished episodes of every rank
+
+
+def _resume_state(resume: str | os.PathLike | None, out: Path, is_main: bool) -> dict | None:
+    """The checkpoint to resume from; ConfigError when starting afresh in a directory that holds a run."""
+    if resume is not None:
+        return load_checkpoint(resolve_checkpoint(resume))
+    if is_main and latest_checkpoint(out / "checkpoints") is not None:
+        raise ConfigError(f"{out} already holds a run; continue it with --resume {out} or choose another output_dir")
+    return None
+
+
+def _policy_env_fn(env_fn: EnvFn, policy_cfg: Any) -> EnvFn:
+    """`env_fn`, wrapped to add the `prev_action` observation when `policy.prev_action` is true."""
+    if not bool(policy_cfg.get("prev_action", False)):
+        return env_fn
+    from trainer.wrappers import with_previous_action
+
+    return with_previous_action(env_fn)
+
+
+def _build(cfg: DictConfig, env_fn: EnvFn, info: DistInfo, out: Path) -> _Run:
+    """Network, learner and collector, identical initial weights on every rank."""
+    tcfg = cfg.trainer
+    if int(tcfg.torch_threads) > 0:
+        torch.set_num_threads(int(tcfg.torch_threads))
+    if bool(tcfg.deterministic):
+        torch.use_deterministic_algorithms(True)
+    seed = int(tcfg.seed)
+    env_fn = _policy_env_fn(env_fn, cfg.policy)
+    seed_everything(seed)  # same initial weights on every rank (and broadcast below)
+    probe = env_fn(0)
+    obs_space, action_space = probe.observation_space, probe.action_space
+    probe.close()
+
+    actor_critic = ActorCritic(obs_space, action_space, cfg.policy).to(info.device)
+    broadcast_module(actor_critic)
+    num_envs, num_steps = int(tcfg.num_envs), int(tcfg.num_steps)
+    rows_per_rank = num_envs * num_steps
+    total_steps = int(tcfg.total_steps)
+    max_seq_len = tcfg.get("max_seq_len")
+    ppo = PPO(
+        actor_critic, tcfg.ppo, total_updates=math.ceil(total_steps / (rows_per_rank * info.world_size)),
+        grad_sync=make_grad_sync(info.world_size) if info.is_distributed else None,
+        stats_sync=make_stats_sync(info.world_size) if info.is_distributed else None,
+        seed=rank_seed(seed, info.rank), max_seq_len=num_steps if max_seq_len is None else int(max_seq_len),
+    )
+    seed_everything(rank_seed(seed, info.rank))
+    collector = Collector(env_fn, obs_space, action_space, actor_critic, tcfg, seed=seed, rank=info.rank,
+                          device=info.device)
+    return _Run(cfg=cfg, info=info, out=out, obs_space=obs_space, action_space=action_space,
+                actor_critic=actor_critic, ppo=ppo, collector=collector, rows_per_rank=rows_per_rank,
+                total_steps=total_steps)
+
+
+def _restore(run: _Run, state: dict) -> Counters:
+    """Weights, learner, this rank's RNGs and collector state from a checkpoint; returns its counters."""
+    counters = Counters.from_dict(restore_training_state(state, run.actor_critic, run.ppo))
+    ranks = state.get("ranks") or []
+    if run.info.rank < len(ranks):
+        restore_rng_state(ranks[run.info.rank]["rng"])
+        run.ppo.generator.set_state(ranks[run.info.rank]["ppo_generator"])
+        run.collector.load_state_dict(ranks[run.info.rank]["collector"])
+    broadcast_module(run.actor_critic)
+    return counters
+
+
+def _save(run: _Run, counters: Counters, gather: bool = True) -> Path | None:
+    """Write a checkpoint (rank 0) with every rank's RNG and collector state; returns its path there."""
+    per_rank = {"rng": capture_rng_state(), "ppo_generator": run.ppo.generator.get_state(),
+                "collector": run.collector.state_dict()}
+    ranks = all_gather_objects(per_rank) if gather else [per_rank]
+    if not run.info.is_main:
+        return None
+    ckpt = build_checkpoint_state(run.actor_critic, run.ppo, to_plain(run.cfg), run.obs_space, run.action_space,
+                                  asdict(counters), extra={"ranks": ranks})
+    path = checkpoint_path(run.ckpt_dir, counters.env_steps)
+    save_checkpoint(path, ckpt)
+    keep_last_checkpoints(run.ckpt_dir, int(run.cfg.trainer.checkpoint_keep))
     return path
 
 
@@ -117,6 +255,44 @@ def _ddppo_stop_check(counter: RolloutDoneCounter, rollout_index: int, world_siz
     return stop_early
 
 
+def _iterate(run: _Run, index: int, plan: PreemptionPlan | None, previous: Rollout | None,
+             done_counter: RolloutDoneCounter, interrupt: _InterruptFlag) -> _Iteration:
+    """Collect rollout `index`, learn from it, and agree with the other ranks on totals, plan, episodes."""
+    tcfg, info = run.cfg.trainer, run.info
+    mode, pcfg = str(tcfg.mode), tcfg.preemption
+    # collect: VER with the Eq. 1 deadline, or DD-PPO's straggler test between ranks
+    t_iter = time.monotonic()
+    stop_early = None
+    if mode != "ver" and info.is_distributed and bool(pcfg.enabled):
+        stop_early = _ddppo_stop_check(done_counter, index, info.world_size, int(tcfg.num_steps), pcfg)
+    rollout = run.collector.collect(run.ppo.policy_version, deadline_s=plan.rollout_time if plan is not None else None,
+                                    stop_early=stop_early)
+    stats = run.collector.last_stats
+    done_counter.mark_done(index)
+    collect_time = time.monotonic() - t_iter
+
+    # learn: a preempted VER rollout is topped up with the previous rollout's newest rows
+    learn_rollout = rollout
+    if mode == "ver" and stats.preempted and bool(pcfg.fill_from_previous):
+        learn_rollout = fill_from_previous(rollout, previous, run.rows_per_rank)
+    t_learn = time.monotonic()
+    learner_stats = run.ppo.update(learn_rollout)
+    learn_time = time.monotonic() - t_learn
+
+    # agree: totals, the next rollout's deadline and the finished episodes of all ranks
+    totals = all_reduce_sum_fields(RankTotals(
+        rows=len(rollout), episodes=len(stats.episodes), worker_restarts=stats.restarts,
+        preempted=float(stats.preempted), interrupted=float(interrupt.requested)), info.device)
+    new_plan = plan
+    if mode == "ver" and bool(pcfg.enabled) and (info.is_distributed or bool(pcfg.ver_single_rank)):
+        intervals = all_gather_objects(run.collector.step_intervals.means())
+        new_plan = optimal_rollout_time(intervals, all_reduce_max(learn_time, info.device), run.rows_per_rank)
+    episodes = [ep for rank_eps in all_gather_objects(stats.episodes) for ep in rank_eps]
+    return _Iteration(rollout=rollout, learn_rows=len(learn_rollout), stats=stats, learner_stats=learner_stats,
+                      collect_time=collect_time, learn_time=learn_time, totals=totals, plan=new_plan,
+                      episodes=episodes)
+
+
 def _episode_metrics(episodes: list[dict]) -> dict[str, float]:
     """Means over finished episodes: metrics/episode_return, metrics/episode_length, metrics/<info key>."""
     if not episodes:
@@ -130,194 +306,126 @@ def _episode_metrics(episodes: list[dict]) -> dict[str, float]:
     return out
 
 
+def _iteration_metrics(it: _Iteration, iter_time: float, sps_average: float, counters: Counters,
+                       world_size: int, episodes: list[dict]) -> dict[str, float]:
+    """One metrics line: `perf/*` of this iteration, `learner/*`, `metrics/*` over `episodes`."""
+    s = it.stats
+    metrics = {
+        "perf/sps": it.totals.rows / max(iter_time, 1e-9),
+        "perf/sps_average": sps_average,
+        "perf/collect_time": it.collect_time,
+        "perf/learn_time": it.learn_time,
+        "perf/inference_time": s.inference_time,
+        "perf/env_wait_time": s.wait_time,
+        "perf/rollout_rows": len(it.rollout),
+        "perf/learn_rows": it.learn_rows,
+        "perf/steps_per_env_min": float(s.steps_per_env.min()),
+        "perf/steps_per_env_max": float(s.steps_per_env.max()),
+        "perf/carried_in": s.carried_in,
+        "perf/carried_out": s.carried_out,
+        "perf/batch_size_mean": s.batch_size_sum / max(s.num_batches, 1),
+        "perf/batch_size_min": s.batch_size_min,
+        "perf/batch_size_max": s.batch_size_max,
+        "perf/preempted_ranks": it.totals.preempted,
+        "perf/worker_restarts": counters.worker_restarts,
+        "perf/world_size": world_size,
+        "metrics/episodes": len(episodes),
+        **it.learner_stats,
+        **_episode_metrics(episodes),
+    }
+    if it.plan is not None:
+        metrics["perf/preemption_deadline"] = it.plan.rollout_time
+    return metrics
+
+
 def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = None,
           output_dir: str | os.PathLike | None = None) -> dict:
-    """Train `cfg.policy` on `env_fn` with `cfg.trainer`; returns a summary dict (see the end)."""
+    """Train `cfg.policy` on `env_fn` with `cfg.trainer`; returns a summary dict (see `_summary`)."""
+    check_config(cfg)
     tcfg = cfg.trainer
-    mode = str(tcfg.mode)
-    deterministic = bool(tcfg.deterministic)
-    if deterministic and mode != "sync":
-        raise ConfigError(f"trainer.deterministic=true needs trainer.mode=sync (got '{mode}'); valid choices: sync")
     info = init_distributed(str(tcfg.device))
     setup_logging(info.rank)
     out = Path(output_dir if output_dir is not None else cfg.output_dir)
-    ckpt_dir = out / "checkpoints"
-
-    state = None
-    if resume is not None:
-        state = load_checkpoint(resolve_checkpoint(resume))
-    elif info.is_main and latest_checkpoint(ckpt_dir) is not None:
-        raise ConfigError(f"{out} already holds a run; continue it with --resume {out} or choose another output_dir")
-
-    if int(tcfg.torch_threads) > 0:
-        torch.set_num_threads(int(tcfg.torch_threads))
-    seed = int(tcfg.seed)
+    state = _resume_state(resume, out, info.is_main)
     was_deterministic = torch.are_deterministic_algorithms_enabled()
-    if deterministic:
-        torch.use_deterministic_algorithms(True)
-    seed_everything(seed)  # same initial weights on every rank (and broadcast below)
-    probe = env_fn(0)
-    obs_space, action_space = probe.observation_space, probe.action_space
-    probe.close()
-
-    actor_critic = ActorCritic(obs_space, action_space, cfg.policy).to(info.device)
-    broadcast_module(actor_critic)
-    num_envs, num_steps = int(tcfg.num_envs), int(tcfg.num_steps)
-    rows_per_rank = num_envs * num_steps
-    total_steps = int(tcfg.total_steps)
-    total_updates = math.ceil(total_steps / (rows_per_rank * info.world_size))
-    ppo = PPO(
-        actor_critic, tcfg.ppo, total_updates=total_updates,
-        grad_sync=make_grad_sync(info.world_size) if info.is_distributed else None,
-        seed=rank_seed(seed, info.rank), max_seq_len=int(tcfg.num_steps),
-    )
-    seed_everything(rank_seed(seed, info.rank))
-    collector = Collector(env_fn, obs_space, action_space, actor_critic, tcfg, seed=seed, rank=info.rank,
-                          device=info.device)
-
-    counters = {"env_steps": 0, "updates": 0, "episodes": 0, "worker_restarts": 0}
-    if state is not None:
-        counters.update(restore_training_state(state, actor_critic, ppo))
-        ranks = state.get("ranks") or []
-        if info.rank < len(ranks):
-            restore_rng_state(ranks[info.rank]["rng"])
-            ppo.generator.set_state(ranks[info.rank]["ppo_generator"])
-            collector.load_state_dict(ranks[info.rank]["collector"])
-        broadcast_module(actor_critic)
+    run = _build(cfg, env_fn, info, out)
+    counters = _restore(run, state) if state is not None else Counters()
 
     if info.is_main:
         write_text_atomic(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    logger = MetricsLogger(out, total_steps, counters["env_steps"], enabled=info.is_main,
+    logger = MetricsLogger(out, run.total_steps, counters.env_steps, enabled=info.is_main,
                            progress=bool(tcfg.progress_bar))
-
-    pcfg = tcfg.preemption
     done_counter = RolloutDoneCounter()
     checkpoint_interval = int(tcfg.checkpoint_interval)
     log_interval = max(int(tcfg.log_interval), 1)
     recent_returns: deque[float] = deque(maxlen=int(tcfg.return_window))
-    pending_episodes: list[dict] = []
+    pending_episodes: list[dict] = []  # finished since the last metrics line
     last_saved: Path | None = None
-
-    def save(gather: bool = True) -> Path | None:
-        per_rank = {"rng": capture_rng_state(), "ppo_generator": ppo.generator.get_state(),
-                    "collector": collector.state_dict()}
-        ranks = all_gather_objects(per_rank) if gather else [per_rank]
-        if not info.is_main:
-            return None
-        ckpt = build_checkpoint_state(actor_critic, ppo, to_plain(cfg), obs_space, action_space, counters,
-                                      extra={"ranks": ranks})
-        path = checkpoint_path(ckpt_dir, counters["env_steps"])
-        save_checkpoint(path, ckpt)
-        keep_last_checkpoints(ckpt_dir, int(tcfg.checkpoint_keep))
-        return path
-
+    plan: PreemptionPlan | None = None
+    previous: Rollout | None = None
     interrupted = False
-    plan = None
-    previous_rollout = None
-    start_time = time.monotonic()
-    start_steps = counters["env_steps"]
+    start_time, start_steps = time.monotonic(), counters.env_steps
     try:
         with _InterruptFlag() as interrupt:
             if not info.is_distributed:
-                collector.interrupt_requested = lambda: interrupt.requested
-            while counters["env_steps"] < total_steps:
-                k = counters["updates"]
+                run.collector.interrupt_requested = lambda: interrupt.requested
+            while counters.env_steps < run.total_steps:
                 t_iter = time.monotonic()
-                stop_early = None
-                if mode != "ver" and info.is_distributed and bool(pcfg.enabled):
-                    stop_early = _ddppo_stop_check(done_counter, k, info.world_size, num_steps, pcfg)
-                deadline = plan.rollout_time if plan is not None else None
-                rollout = collector.collect(ppo.policy_version, deadline_s=deadline, stop_early=stop_early)
-                cstats = collector.last_stats
-                done_counter.mark_done(k)
-                collect_time = time.monotonic() - t_iter
-
-                learn_rollout = rollout
-                if mode == "ver" and cstats.preempted and bool(pcfg.fill_from_previous):
-                    learn_rollout = fill_from_previous(rollout, previous_rollout, rows_per_rank)
-                previous_rollout = rollout
-                t_learn = time.monotonic()
-                learner_stats = ppo.update(learn_rollout)
-                learn_time = time.monotonic() - t_learn
-
-                totals = all_reduce_sum([len(rollout), len(cstats.episodes), cstats.restarts,
-                                         float(cstats.preempted), float(interrupt.requested)], info.device)
-                counters["env_steps"] += int(totals[0])
-                counters["updates"] += 1
-                counters["episodes"] += int(totals[1])
-                counters["worker_restarts"] += int(totals[2])
-
-                if mode == "ver" and bool(pcfg.enabled) and (info.is_distributed or bool(pcfg.ver_single_rank)):
-                    intervals = all_gather_objects(collector.step_intervals.means())
-                    plan = optimal_rollout_time(intervals, all_reduce_max(learn_time, info.device), rows_per_rank)
-                episodes = [ep for rank_eps in all_gather_objects(cstats.episodes) for ep in rank_eps]
-                pending_episodes.extend(episodes)
-                recent_returns.extend(ep["return"] for ep in episodes)
+                it = _iterate(run, counters.updates, plan, previous, done_counter, interrupt)
+                plan, previous = it.plan, it.rollout
+                counters.env_steps += int(it.totals.rows)
+                counters.updates += 1
+                counters.episodes += int(it.totals.episodes)
+                counters.worker_restarts += int(it.totals.worker_restarts)
+                pending_episodes.extend(it.episodes)
+                recent_returns.extend(ep["return"] for ep in it.episodes)
 
                 iter_time = time.monotonic() - t_iter
-                sps = (counters["env_steps"] - start_steps) / max(time.monotonic() - start_time, 1e-9)
-                if counters["updates"] % log_interval == 0 or counters["env_steps"] >= total_steps:
-                    metrics = {
-                        "perf/sps": totals[0] / max(iter_time, 1e-9),
-                        "perf/sps_average": sps,
-                        "perf/collect_time": collect_time,
-                        "perf/learn_time": learn_time,
-                        "perf/inference_time": cstats.inference_time,
-                        "perf/env_wait_time": cstats.wait_time,
-                        "perf/rollout_rows": len(rollout),
-                        "perf/learn_rows": len(learn_rollout),
-                        "perf/steps_per_env_min": float(cstats.steps_per_env.min()),
-                        "perf/steps_per_env_max": float(cstats.steps_per_env.max()),
-                        "perf/carried_in": cstats.carried_in,
-                        "perf/carried_out": cstats.carried_out,
-                        "perf/batch_size_mean": cstats.batch_size_sum / max(cstats.num_batches, 1),
-                        "perf/batch_size_min": cstats.batch_size_min,
-                        "perf/batch_size_max": cstats.batch_size_max,
-                        "perf/preempted_ranks": totals[3],
-                        "perf/worker_restarts": counters["worker_restarts"],
-                        "perf/world_size": info.world_size,
-                        "metrics/episodes": len(pending_episodes),
-                        **learner_stats,
-                        **_episode_metrics(pending_episodes),
-                    }
-                    if plan is not None:
-                        metrics["perf/preemption_deadline"] = plan.rollout_time
-                    logger.log(counters["updates"], counters["env_steps"], metrics)
+                sps = (counters.env_steps - start_steps) / max(time.monotonic() - start_time, 1e-9)
+                finished = counters.env_steps >= run.total_steps
+                if counters.updates % log_interval == 0 or finished:
+                    logger.log(counters.updates, counters.env_steps,
+                               _iteration_metrics(it, iter_time, sps, counters, info.world_size, pending_episodes))
                     pending_episodes = []
-                logger.progress(counters["env_steps"], sps, float(np.mean(recent_returns)) if recent_returns else None)
+                logger.progress(counters.env_steps, sps, float(np.mean(recent_returns)) if recent_returns else None)
 
-                finished = counters["env_steps"] >= total_steps
-                if checkpoint_interval > 0 and (counters["updates"] % checkpoint_interval == 0 or finished):
-                    last_saved = save() or last_saved
-                    if deterministic and not finished:
-                        collector.reset_episodes()  # the resumed run starts from exactly these envs
-                if totals[4] > 0:  # some rank was interrupted: every rank stops here together
+                if checkpoint_interval > 0 and (counters.updates % checkpoint_interval == 0 or finished):
+                    last_saved = _save(run, counters) or last_saved
+                    if bool(tcfg.deterministic) and not finished:
+                        run.collector.reset_episodes()  # the resumed run starts from exactly these envs
+                if it.totals.interrupted > 0:  # some rank was interrupted: every rank stops here together
                     raise KeyboardInterrupt
     except KeyboardInterrupt:
         interrupted = True
         log.warning("interrupted: writing a checkpoint of the last completed update")
-        last_saved = save(gather=False) or last_saved
+        last_saved = _save(run, counters, gather=False) or last_saved
     finally:
-        collector.close()
+        run.collector.close()
         logger.close()
         torch.use_deterministic_algorithms(was_deterministic)
 
-    checksums = all_gather_objects(parameter_checksum(actor_critic)) if not interrupted else [
-        parameter_checksum(actor_critic)]
-    summary = {
-        "env_steps": counters["env_steps"],
-        "updates": counters["updates"],
-        "episodes": counters["episodes"],
-        "worker_restarts": counters["worker_restarts"],
-        "mean_return": float(np.mean(recent_returns)) if recent_returns else None,
-        "wall_time_s": time.monotonic() - start_time,
-        "sps": (counters["env_steps"] - start_steps) / max(time.monotonic() - start_time, 1e-9),
-        "interrupted": interrupted,
-        "world_size": info.world_size,
-        "param_checksums": checksums,
-        "checkpoint": str(last_saved) if last_saved else None,
-        "output_dir": str(out),
-    }
+    summary = _summary(run, counters, recent_returns, start_time, start_steps, interrupted, last_saved)
     if info.is_main:
         write_text_atomic(out / "summary.json", json.dumps(summary, indent=2))
     return summary
+
+
+def _summary(run: _Run, counters: Counters, recent_returns: deque[float], start_time: float, start_steps: int,
+             interrupted: bool, last_saved: Path | None) -> dict:
+    """The run's summary (also written to summary.json): counters, mean return, throughput, checksums."""
+    checksum = parameter_checksum(run.actor_critic)
+    # after an interrupt the ranks may not all get here, so no collective call
+    checksums = [checksum] if interrupted else all_gather_objects(checksum)
+    elapsed = time.monotonic() - start_time
+    return {
+        **asdict(counters),
+        "mean_return": float(np.mean(recent_returns)) if recent_returns else None,
+        "wall_time_s": elapsed,
+        "sps": (counters.env_steps - start_steps) / max(elapsed, 1e-9),
+        "interrupted": interrupted,
+        "world_size": run.info.world_size,
+        "param_checksums": checksums,
+        "checkpoint": str(last_saved) if last_saved else None,
+        "output_dir": str(run.out),
+    }
+

@@ -232,7 +232,9 @@ class Oracle:
             return None
         safety = self.cfg["arm_safety"]
         arm_reach = float(np.max(np.linalg.norm(np.asarray(safety["arm_points"], dtype=np.float64), axis=1)))
-        for dist in (zone["pre_stand_dist"], 0.5 * zone["pre_stand_dist"]):
+        # farther out last: beside an open fridge door neither nearer point leaves room to turn, and the
+        # base drove onto the standing point sideways and turned the arm into the door there
+        for dist in (zone["pre_stand_dist"], 0.5 * zone["pre_stand_dist"], zone["pre_stand_far"]):
             pre = stand - dist * facing
             if not (navmap.is_navigable(pre) and navmap.segment_clear(pre, stand)):
                 continue

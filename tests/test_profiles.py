@@ -1,0 +1,93 @@
+"""Training profiles (configs/profile/): one switch picks cpu or paper settings, `auto` resolves by
+CUDA, the resolved name reaches the saved config, and the paper profile's network builds and acts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from skills import train_cli
+from trainer.config import ConfigError, compose, to_plain
+
+
+def test_auto_resolves_by_cuda_and_explicit_profiles_stay():
+    assert train_cli.resolve_profile(["a=1"], cuda_available=True) == ["a=1", "profile=paper"]
+    assert train_cli.resolve_profile([], cuda_available=False) == ["profile=cpu"]
+    assert train_cli.resolve_profile(["profile=auto", "b=2"], cuda_available=False) == ["b=2", "profile=cpu"]
+    assert train_cli.resolve_profile(["profile=paper"], cuda_available=False) == ["profile=paper"]
+    with pytest.raises(ConfigError, match=r"unknown profile 'gpu'; valid choices: auto, cpu, paper"):
+        train_cli.resolve_profile(["profile=gpu"])
+
+
+def test_profiles_set_their_values_and_overrides_win():
+    paper = compose("train_skill", ["profile=paper"])
+    assert paper.profile == "paper" and paper.policy.visual.encoder == "resnet18_half"
+    assert (paper.trainer.num_envs, paper.trainer.num_steps) == (16, 128)
+    assert (paper.sim.camera.head.width, paper.sim.camera.head.height) == (128, 128)
+    cpu = compose("train_skill", ["profile=cpu"])
+    assert cpu.profile == "cpu" and cpu.policy.visual.encoder == "cnn_small"
+    assert (cpu.trainer.num_envs, cpu.trainer.num_steps) == (4, 64)
+    assert (cpu.sim.camera.head.width, cpu.sim.camera.head.height) == (64, 64)
+    mixed = compose("train_skill", ["profile=paper", "policy=mlp", "trainer.num_envs=2"])
+    assert mixed.policy.rnn.hidden_size == 64 and mixed.trainer.num_envs == 2 and mixed.trainer.num_steps == 128
+
+
+@pytest.mark.parametrize(("cuda", "expected"), [(True, "paper"), (False, "cpu")])
+def test_train_skill_records_the_resolved_profile(cuda, expected, monkeypatch, tmp_path):
+    import trainer.cli
+
+    seen = {}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(train_cli, "prepare_dataset", lambda cfg, out: str(tmp_path / "eps.json.gz"))
+    monkeypatch.setattr(trainer.cli, "run_training", lambda cfg, *args, **kwargs: seen.setdefault("cfg", cfg))
+    # trainer.device=cpu: the faked CUDA is not there to be used
+    train_cli.main(["--skill", "pick", "--out", str(tmp_path / "run"), "trainer.device=cpu"])
+    saved = to_plain(seen["cfg"])  # what config.yaml and every checkpoint hold
+    assert saved["profile"] == expected
+    assert saved["trainer"]["num_envs"] == (16 if cuda else 4)
+
+
+def test_resume_cannot_switch_profile(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        train_cli.main(["--resume", str(tmp_path), "profile=paper"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1 and "profile cannot change" in err[0]
+
+
+def test_unknown_profile_exits_2_with_choices(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        train_cli.main(["--skill", "pick", "--out", str(tmp_path / "r"), "profile=fast"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and err == ["error: unknown profile 'fast'; valid choices: auto, cpu, paper"]
+
+
+def test_help_documents_the_profile_switch(capsys):
+    with pytest.raises(SystemExit):
+        train_cli.main(["--help"])
+    out = capsys.readouterr().out
+    for line in ("profile=cpu|paper|auto", "profile=auto", "profile=paper", "profile=cpu"):
+        assert line in out
+
+
+@pytest.mark.parametrize("profile", ["paper", "cpu"])
+def test_profile_policy_builds_and_acts(profile):
+    from rearrange.actions import action_space
+    from rearrange.sensors import camera_settings, observation_space
+    from skills.definitions import skill_def_from_config
+    from trainer.config_check import check_config
+    from trainer.networks import ActorCritic
+
+    cfg = to_plain(compose("train_skill", ["skill=pick", f"profile={profile}"]))
+    check_config(cfg)
+    skill = skill_def_from_config(cfg["skill"])
+    depth_shape, max_depth = camera_settings(cfg["sim"])
+    assert depth_shape == ((128, 128) if profile == "paper" else (64, 64))
+    obs_space = observation_space(skill.obs_keys, depth_shape, max_depth)
+    model = ActorCritic(obs_space, action_space(skill.action_subsets), cfg["policy"])
+    rng = np.random.default_rng(0)
+    obs = {k: torch.as_tensor(rng.uniform(0.0, 1.0, (1, *s.shape)), dtype=torch.float32)
+           for k, s in obs_space.spaces.items()}
+    with torch.no_grad():
+        out = model.act(obs, model.initial_hidden(1), torch.ones(1, dtype=torch.bool))
+    assert out.action.shape == (1, skill.action_dim) and torch.isfinite(out.value).all()

@@ -1,0 +1,104 @@
+"""Time-limit truncation: the truncated step's reward gets gamma * V(final observation) (computed with
+the env's recurrent state after that step and the collecting policy), the row stays done, and a
+terminated step is left alone. The env pays known rewards (`reward_code`) and has known observations,
+so the expected value can be recomputed from the rollout alone."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import torch
+
+from trainer.collector import Collector
+from trainer.config import compose
+from trainer.diagnostic_envs import CountingEnv, reward_code
+from trainer.gae import compute_gae
+from trainer.networks import ActorCritic
+
+TERMINATE_AT, TRUNCATE_AT = 4, 3  # even episodes terminate after 4 steps, odd ones are cut after 3
+
+
+class AlternatingLimitEnv(CountingEnv):
+    """CountingEnv whose even episodes terminate after `TERMINATE_AT` steps and odd ones are truncated
+    by a time limit after `TRUNCATE_AT` steps (the final observation is then [env, episode, 3, 4])."""
+
+    def __init__(self, env_idx: int) -> None:
+        super().__init__(env_idx, episode_length=TERMINATE_AT)
+
+    def step(self, action):
+        obs, reward, terminated, _, info = super().step(action)
+        truncated = self.episode % 2 == 1 and self.t >= TRUNCATE_AT
+        return obs, reward, terminated and not truncated, truncated, info
+
+
+def make_alternating_env(env_idx: int) -> AlternatingLimitEnv:
+    return AlternatingLimitEnv(env_idx)
+
+
+def make_collector(mode: str, envs_per_worker: int, num_envs: int = 4, num_steps: int = 5) -> Collector:
+    cfg = compose("train_rl", [f"trainer.mode={mode}", f"trainer.num_envs={num_envs}",
+                               f"trainer.num_steps={num_steps}", f"trainer.envs_per_worker={envs_per_worker}",
+                               "trainer.ppo.gamma=0.9"])
+    probe = AlternatingLimitEnv(0)
+    torch.manual_seed(0)
+    ac = ActorCritic(probe.observation_space, probe.action_space, cfg.policy)
+    with torch.no_grad():  # value outputs of order 1, so that a missing or wrong augmentation shows
+        ac.value_head.bias.fill_(1.5)
+        ac.value_head.weight.mul_(10.0)
+    return Collector(functools.partial(make_alternating_env), probe.observation_space, probe.action_space, ac,
+                     cfg.trainer, seed=0)
+
+
+@pytest.mark.parametrize(("mode", "envs_per_worker"), [("sync", 1), ("ver", 2)])
+def test_truncated_rows_get_gamma_times_final_value_and_terminated_rows_do_not(mode, envs_per_worker):
+    collector = make_collector(mode, envs_per_worker)
+    ac, gamma = collector.actor_critic, collector.gamma
+    try:
+        rollouts = [collector.collect(k) for k in range(4)]
+    finally:
+        collector.close()
+    checked = {"truncated": 0, "terminated": 0}
+    for r in rollouts:
+        episode, step = r.obs["obs"][:, 1].long(), r.obs["obs"][:, 2].long()
+        raw = torch.tensor([reward_code(int(ep), int(st)) for ep, st in zip(episode, step, strict=True)])
+        odd = episode % 2 == 1
+        expect_trunc = odd & (step == TRUNCATE_AT - 1)
+        expect_term = ~odd & (step == TERMINATE_AT - 1)
+        assert torch.equal(r.truncated, expect_trunc)
+        assert torch.equal(r.dones, expect_trunc | expect_term)  # truncated rows stay done
+        plain = ~r.truncated
+        assert torch.equal(r.rewards[plain], raw[plain].float())  # terminated and ordinary rows untouched
+        rows = torch.nonzero(r.truncated).flatten()
+        if len(rows) == 0:
+            continue
+        # recompute V(final obs): run the row's step to get the state after it, then the value of
+        # the observation the episode ended in ([env, episode, step + 1, TERMINATE_AT])
+        with torch.no_grad():
+            after = ac.act({"obs": r.obs["obs"][rows]}, r.hidden[rows], r.episode_start[rows]).hidden
+            final_obs = r.obs["obs"][rows].clone()
+            final_obs[:, 2] += 1
+            final_value = ac.get_value({"obs": final_obs}, after, torch.zeros(len(rows), dtype=torch.bool))
+            reset_obs = final_obs.clone()
+            reset_obs[:, 1] += 1
+            reset_obs[:, 2] = 0
+            reset_value = ac.get_value({"obs": reset_obs}, after, torch.zeros(len(rows), dtype=torch.bool))
+        assert torch.allclose(r.rewards[rows], raw[rows] + gamma * final_value, atol=1e-5)
+        assert not torch.allclose(r.rewards[rows], raw[rows] + gamma * reset_value, atol=1e-3)
+        checked["truncated"] += len(rows)
+        checked["terminated"] += int(expect_term.sum())
+    assert checked["truncated"] > 0 and checked["terminated"] > 0
+
+
+def test_gae_does_not_bootstrap_across_a_truncated_row():
+    collector = make_collector("sync", 1, num_envs=2, num_steps=8)
+    try:
+        r = collector.collect(0)
+    finally:
+        collector.close()
+    adv, _ = compute_gae(r, gamma=0.9, gae_lambda=1.0)
+    row = int(torch.nonzero(r.truncated).flatten()[0])
+    # a done row's advantage is its (augmented) reward minus its value: nothing from the next episode
+    assert adv[row].item() == pytest.approx((r.rewards[row] - r.values[row]).item(), abs=1e-5)
+    assert np.isfinite(adv.numpy()).all()

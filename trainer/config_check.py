@@ -1,0 +1,289 @@
+"""Validation of the `trainer`, `trainer.ppo` and `policy` config nodes before any work starts.
+
+    check_config(cfg)      # raises ConfigError("<key> must be ...; got <value>"), one line
+
+Both CLIs call it right after composing (or, on resume, merging) the config, before datasets are
+generated or env workers start; `trainer.train.train` calls it again for callers that skip the
+CLI. Only the first problem is reported. Keys added by newer configs (`trainer.envs_per_worker`,
+`policy.prev_action`, `policy.obs_norm`, ...) are checked when present, so configs stored in older
+checkpoints still pass.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from trainer.config import ConfigError
+
+_MISSING = object()
+DEVICES = ("auto", "cpu", "cuda")
+START_METHODS = ("forkserver", "spawn")
+MEAN_ACTIVATIONS = ("tanh", "none")
+
+
+class _Node:
+    """Typed reads of one config node; every failure is a ConfigError naming the full key."""
+
+    def __init__(self, node: Mapping, prefix: str) -> None:
+        self.node = node
+        self.prefix = prefix
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}.{name}"
+
+    def raw(self, name: str, optional: bool = False) -> Any:
+        value = self.node.get(name, _MISSING) if isinstance(self.node, Mapping) else _MISSING
+        if value is _MISSING and not optional:
+            raise ConfigError(f"{self.key(name)} is missing")
+        return value
+
+    def fail(self, name: str, expected: str, value: Any) -> ConfigError:
+        return ConfigError(f"{self.key(name)} must be {expected}; got {value!r}")
+
+    def child(self, name: str) -> _Node:
+        value = self.raw(name)
+        if not isinstance(value, Mapping):
+            raise self.fail(name, "a mapping of settings", value)
+        return _Node(value, self.key(name))
+
+    def optional_child(self, name: str) -> _Node | None:
+        """The sub-node, or None where the key is absent or null."""
+        value = self.raw(name, optional=True)
+        return None if value is _MISSING or value is None else self.child(name)
+
+    def boolean(self, name: str, optional: bool = False) -> bool | None:
+        value = self.raw(name, optional)
+        if value is _MISSING:
+            return None
+        if not isinstance(value, bool):
+            raise self.fail(name, "true or false", value)
+        return value
+
+    def integer(self, name: str, minimum: int | None = None, optional: bool = False,
+                allow_none: bool = False) -> int | None:
+        value = self.raw(name, optional)
+        if value is _MISSING or (allow_none and value is None):
+            return None
+        bound = "" if minimum is None else f" >= {minimum}"
+        expected = f"an integer{bound}" + (" or null" if allow_none else "")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(name, expected, value)
+        if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+            raise self.fail(name, expected, value)
+        if minimum is not None and value < minimum:
+            raise self.fail(name, expected, value)
+        return int(value)
+
+    def number(self, name: str, low: float | None = None, high: float | None = None,
+               low_open: bool = False, high_open: bool = False, optional: bool = False) -> float | None:
+        """A finite number in the interval given by `low`/`high` (open ends with `*_open`)."""
+        value = self.raw(name, optional)
+        if value is _MISSING:
+            return None
+        expected = "a number" + _interval(low, high, low_open, high_open)
+        number = _as_float(value)
+        if number is None:
+            raise self.fail(name, expected, value)
+        if low is not None and (number < low or (low_open and number == low)):
+            raise self.fail(name, expected, value)
+        if high is not None and (number > high or (high_open and number == high)):
+            raise self.fail(name, expected, value)
+        return number
+
+    def choice(self, name: str, choices: Sequence[str], optional: bool = False) -> str | None:
+        value = self.raw(name, optional)
+        if value is _MISSING:
+            return None
+        if not isinstance(value, str) or value not in choices:
+            raise self.fail(name, f"one of {', '.join(choices)}", value)
+        return value
+
+    def int_list(self, name: str, minimum: int, optional: bool = False) -> list[int] | None:
+        value = self.raw(name, optional)
+        if value is _MISSING:
+            return None
+        expected = f"a list of integers >= {minimum}"
+        if isinstance(value, (str, Mapping)) or not isinstance(value, Sequence):
+            raise self.fail(name, expected, value)
+        if any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in value):
+            raise self.fail(name, expected, list(value))
+        return [int(v) for v in value]
+
+
+def _as_float(value: Any) -> float | None:
+    """`value` as a finite float (numbers and numeric strings such as '1e-4'), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _interval(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    if low is not None and high is not None:
+        return f" in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f" {'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f" {'<' if high_open else '<='} {high:g}"
+    return ""
+
+
+def check_config(cfg: Mapping) -> None:
+    """Raise ConfigError (one line, naming the key and the valid range or choices) for a bad value."""
+    trainer = _Node(_required_mapping(cfg, "trainer"), "trainer")
+    rows_per_rank = check_trainer(trainer)
+    check_ppo(trainer.child("ppo"), rows_per_rank)
+    if isinstance(cfg, Mapping) and "policy" in cfg:
+        check_policy(_Node(_required_mapping(cfg, "policy"), "policy"))
+
+
+def _required_mapping(cfg: Mapping, name: str) -> Mapping:
+    node = cfg.get(name) if isinstance(cfg, Mapping) else None
+    if not isinstance(node, Mapping):
+        raise ConfigError(f"{name} must be a mapping of settings; got {node!r}")
+    return node
+
+
+def check_trainer(t: _Node) -> int:
+    """Collection and run settings (configs/trainer/ver.yaml); returns the rollout size T x N."""
+    from trainer.collector import MODES  # the collector owns the list of modes
+
+    mode = t.choice("mode", MODES)
+    num_envs = t.integer("num_envs", 1)
+    num_steps = t.integer("num_steps", 1)
+    t.integer("total_steps", 1)
+    # any K >= 1: the collector spreads N envs over ceil(N / K) workers whose sizes differ by at most 1
+    t.integer("envs_per_worker", 1, optional=True)
+    t.integer("max_seq_len", 1, optional=True, allow_none=True)
+    t.number("min_batch_factor", 0, low_open=True)
+    t.number("max_batch_factor", 0, low_open=True)
+    wait = t.raw("max_batch_wait_s")
+    seconds = _as_float(wait)
+    if wait != "auto" and (seconds is None or seconds < 0):
+        raise t.fail("max_batch_wait_s", "a number of seconds >= 0 or 'auto'", wait)
+    t.integer("seed")
+    if t.boolean("deterministic") and mode != "sync":
+        raise ConfigError(f"trainer.deterministic must be false unless trainer.mode=sync; got true with "
+                          f"trainer.mode '{mode}'")
+    t.integer("torch_threads", 0)
+    device = t.choice("device", DEVICES)
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("trainer.device must be auto or cpu here (no CUDA device is available); got 'cuda'")
+    t.choice("start_method", START_METHODS)
+    t.number("worker_timeout_s", 0, low_open=True)
+    t.number("worker_start_timeout_s", 0, low_open=True)
+    t.integer("max_worker_failures_in_row", 0)
+    t.integer("checkpoint_interval", 0)
+    t.integer("checkpoint_keep", 0)
+    t.integer("log_interval", 1)
+    t.integer("return_window", 1)
+    t.boolean("progress_bar")
+    pre = t.child("preemption")
+    pre.boolean("enabled")
+    pre.number("ddppo_threshold", 0, 1)
+    pre.number("ddppo_min_fraction", 0, 1)
+    pre.boolean("ver_single_rank")
+    pre.boolean("fill_from_previous")
+    return int(num_envs) * int(num_steps)  # type: ignore[arg-type]
+
+
+def check_ppo(p: _Node, rows_per_rank: int) -> None:
+    """PPO settings (configs/trainer/ppo.yaml); mini-batches must fit in one rollout of T x N rows."""
+    from trainer.ppo import LR_SCHEDULES
+
+    p.number("gamma", 0, 1, low_open=True)
+    p.number("gae_lambda", 0, 1)
+    p.number("clip_param", 0, low_open=True)
+    p.integer("ppo_epoch", 1)
+    num_mini_batch = p.integer("num_mini_batch", 1)
+    if num_mini_batch is not None and num_mini_batch > rows_per_rank:
+        raise ConfigError(f"trainer.ppo.num_mini_batch must be in [1, {rows_per_rank}] (the rollout's "
+                          f"num_envs x num_steps rows); got {num_mini_batch}")
+    p.number("value_loss_coef", 0)
+    p.boolean("use_clipped_value_loss")
+    p.boolean("normalize_advantage")
+    p.boolean("normalize_value")
+    p.number("value_norm_beta", 0, 1)
+    p.boolean("use_importance_weights")
+    p.number("max_grad_norm", 0, low_open=True)
+    p.number("lr", 0, low_open=True)
+    p.number("eps", 0, low_open=True)
+    p.choice("lr_schedule", LR_SCHEDULES)
+    e = p.child("entropy")
+    learned = e.boolean("learned")
+    e.number("coef", 0, low_open=bool(learned))
+    e.number("target")
+    e.boolean("target_per_action_dim")
+    min_coef = e.number("min_coef", 0, low_open=True)
+    max_coef = e.number("max_coef", 0, low_open=True)
+    if min_coef is not None and max_coef is not None and max_coef < min_coef:
+        raise ConfigError(f"trainer.ppo.entropy.max_coef must be >= trainer.ppo.entropy.min_coef ({min_coef:g}); "
+                          f"got {max_coef:g}")
+
+
+def check_policy(p: _Node) -> None:
+    """Network settings (configs/policy/*.yaml): the recurrent or the feed-forward architecture."""
+    from trainer.encoders import VISUAL_ENCODERS
+    from trainer.networks import ARCHITECTURES, FF_ACTIVATIONS
+
+    architecture = p.choice("architecture", ARCHITECTURES, optional=True) or "recurrent"
+    visual = p.optional_child("visual")
+    if visual is not None:
+        encoder = visual.choice("encoder", list(VISUAL_ENCODERS))
+        visual.integer("out_dim", 1)
+        if encoder == "cnn_small":
+            _same_length(visual, ("channels", "kernels", "strides"), 1)
+        elif encoder == "resnet18_half":
+            _check_resnet(visual)
+    if architecture == "recurrent":
+        p.int_list("vector_mlp", 1)
+        rnn = p.child("rnn")
+        rnn.integer("hidden_size", 1)
+        rnn.integer("num_layers", 1)
+    else:
+        ff = p.child("feedforward")
+        ff.int_list("actor", 1)
+        ff.int_list("critic", 1)
+        ff.choice("activation", list(FF_ACTIVATIONS))
+    action = p.child("action")
+    action.choice("mean_activation", MEAN_ACTIVATIONS)
+    action.number("log_std_init")
+    low = action.number("min_log_std")
+    high = action.number("max_log_std")
+    if low is not None and high is not None and high <= low:
+        raise ConfigError(f"policy.action.max_log_std must be > policy.action.min_log_std ({low:g}); got {high:g}")
+    p.boolean("prev_action", optional=True)
+    p.boolean("obs_norm", optional=True)
+    p.number("obs_norm_clip", 0, low_open=True, optional=True)
+
+
+def _same_length(node: _Node, names: Sequence[str], minimum: int) -> list[list[int]]:
+    lists = [node.int_list(name, minimum) or [] for name in names]
+    if len({len(v) for v in lists}) != 1:
+        others = " and ".join(node.key(n) for n in names[1:])
+        raise ConfigError(f"{node.key(names[0])} must have as many entries as {others}; got lengths "
+                          f"{', '.join(str(len(v)) for v in lists)}")
+    return lists
+
+
+def _check_resnet(visual: _Node) -> None:
+    widths, *_ = _same_length(visual, ("stage_widths", "stage_blocks", "stage_strides", "stage_dilations"), 1)
+    groups = visual.integer("groups", 1)
+    bad = [w for w in widths if groups and w % groups]
+    if bad:
+        raise ConfigError(f"policy.visual.groups must divide every policy.visual.stage_widths entry "
+                          f"({', '.join(map(str, widths))}); got {groups}")
+    visual.integer("stem_patch", 1)
+    visual.number("layer_scale_init")
+    visual.integer("compression_flat_size", 1)
