@@ -67,7 +67,7 @@ def load_generator_config(path: str | Path | None = None) -> dict[str, Any]:
 
 
 def receptacle_kind(rec: Receptacle) -> str:
-    """"fridge" (a fridge shelf), "drawer" or "surface" (any open surface)."""
+    """The kind of `rec` in `skill_targets.shares`: "fridge" (a fridge shelf), "drawer" or "surface"."""
     return rec.kind if rec.kind in ("fridge", "drawer") else "surface"
 
 

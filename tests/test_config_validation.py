@@ -55,7 +55,7 @@ BAD_VALUES = [
     ("trainer.ppo.lr=fast", "trainer.ppo.lr", "> 0"),
     ("trainer.ppo.eps=-1e-5", "trainer.ppo.eps", "> 0"),
     ("trainer.ppo.lr_schedule=linear", "trainer.ppo.lr_schedule", "cosine, constant"),
-    ("trainer.ppo.entropy.coef=0", "trainer.ppo.entropy.coef", "> 0"),  # learned: log(0)
+    ("trainer.ppo.entropy.coef=-1", "trainer.ppo.entropy.coef", "0"),  # >= 0 fixed, > 0 learned (log)
     ("trainer.ppo.entropy.min_coef=0", "trainer.ppo.entropy.min_coef", "> 0"),
     ("trainer.ppo.entropy.max_coef=1e-5", "trainer.ppo.entropy.max_coef", "min_coef"),
     ("trainer.ppo.entropy.target=high", "trainer.ppo.entropy.target", "number"),
@@ -98,8 +98,10 @@ def test_train_skill_rejects_bad_value_before_the_dataset(override, key, valid, 
 
     monkeypatch.setattr(skill_cli, "prepare_dataset", no_dataset)
     out = tmp_path / "run"
-    code, err = run_cli(skill_cli.main, ["--skill", "pick", "--out", str(out), "profile=cpu", *override.split()],
-                        capsys)
+    # the cpu profile's policy is feed-forward: recurrent-only keys are checked with its recurrent network
+    policy = ["policy=cnn_small"] if override.startswith(("policy.rnn", "policy.vector_mlp")) else []
+    code, err = run_cli(skill_cli.main, ["--skill", "pick", "--out", str(out), "profile=cpu", *policy,
+                                         *override.split()], capsys)
     assert code == 2 and len(err) == 1, err
     assert err[0].startswith(f"error: {key} ") and valid in err[0], err[0]
     assert not out.exists()

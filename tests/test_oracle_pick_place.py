@@ -283,3 +283,18 @@ def test_rim_top_sees_an_open_drawer_front_only_on_the_way(cfg):
         assert rim_top(sim, outside, goal[:2], 0.03, 1.2) == -np.inf  # a closed drawer is furniture
     finally:
         sim.close()
+
+
+def test_cup_tilt_and_low_carry_zone_in_front_of_an_opening(cfg):
+    """The lower shelf (a board above) gets the larger tilt, the upper shelf (the fridge top above) the
+    smaller one; the cup goes down early only while the base is in front of the opening."""
+    from skills.oracles.container import Opening, in_front, tilt_for
+
+    s = cfg["shelf"]
+    low = Opening(outward=np.array([0.0, -1.0]), front=0.2, ceiling=1.0)
+    high = Opening(outward=np.array([0.0, -1.0]), front=0.2, ceiling=1.77)
+    assert tilt_for(low, s) == s["tilt_deg"] > tilt_for(high, s) == s["high_tilt_deg"]
+    point = np.array([0.0, 0.0, 0.4])  # the face is 0.2 m out, at y = -0.2
+    assert in_front(low, point, np.array([0.1, -1.0]), s["low_depth"], s["low_half_width"])
+    assert not in_front(low, point, np.array([1.0, -1.0]), s["low_depth"], s["low_half_width"])  # off to the side
+    assert not in_front(low, point, np.array([0.0, -0.1]), s["low_depth"], s["low_half_width"])  # inside

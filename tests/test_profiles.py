@@ -26,9 +26,10 @@ def test_profiles_set_their_values_and_overrides_win():
     assert (paper.trainer.num_envs, paper.trainer.num_steps) == (16, 128)
     assert (paper.sim.camera.head.width, paper.sim.camera.head.height) == (128, 128)
     cpu = compose("train_skill", ["profile=cpu"])
-    assert cpu.profile == "cpu" and cpu.policy.visual.encoder == "cnn_small"
-    assert (cpu.trainer.num_envs, cpu.trainer.num_steps) == (4, 64)
-    assert (cpu.sim.camera.head.width, cpu.sim.camera.head.height) == (64, 64)
+    assert cpu.profile == "cpu" and cpu.policy.architecture == "feedforward" and cpu.policy.prev_action
+    assert (cpu.trainer.num_envs, cpu.trainer.envs_per_worker) == (16, 8)
+    assert cpu.sim.camera.head.backend == "raycast"
+    assert (cpu.sim.camera.head.width, cpu.sim.camera.head.height) == (16, 16)
     mixed = compose("train_skill", ["profile=paper", "policy=mlp", "trainer.num_envs=2"])
     assert mixed.policy.rnn.hidden_size == 64 and mixed.trainer.num_envs == 2 and mixed.trainer.num_steps == 128
 
@@ -45,7 +46,7 @@ def test_train_skill_records_the_resolved_profile(cuda, expected, monkeypatch, t
     train_cli.main(["--skill", "pick", "--out", str(tmp_path / "run"), "trainer.device=cpu"])
     saved = to_plain(seen["cfg"])  # what config.yaml and every checkpoint hold
     assert saved["profile"] == expected
-    assert saved["trainer"]["num_envs"] == (16 if cuda else 4)
+    assert saved["trainer"]["envs_per_worker"] == (1 if cuda else 8)
 
 
 def test_resume_cannot_switch_profile(capsys, tmp_path):
@@ -82,7 +83,7 @@ def test_profile_policy_builds_and_acts(profile):
     check_config(cfg)
     skill = skill_def_from_config(cfg["skill"])
     depth_shape, max_depth = camera_settings(cfg["sim"])
-    assert depth_shape == ((128, 128) if profile == "paper" else (64, 64))
+    assert depth_shape == ((128, 128) if profile == "paper" else (16, 16))
     obs_space = observation_space(skill.obs_keys, depth_shape, max_depth)
     model = ActorCritic(obs_space, action_space(skill.action_subsets), cfg["policy"])
     rng = np.random.default_rng(0)

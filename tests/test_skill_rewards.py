@@ -20,20 +20,33 @@ def test_distance_delta_sign_and_stale_reset():
     assert d(float("inf")) == 0.0 and d(4.0) == pytest.approx(2.0)  # inf is skipped, 5 -> 4 kept
 
 
-def test_force_penalty_above_min_force_capped_and_terminates():
+def test_force_penalty_counts_rises_above_min_force_capped_and_terminates():
     force_cfg = load_skill_config("pick")["reward"]["force"]
     fm = ForceMonitor(force_cfg)
-    assert fm(19.0).penalty == 0.0 and fm.accumulated == 0.0  # at/below 20 N: free
-    step = fm(50.0)
-    assert step.penalty == pytest.approx(1e-4 * 50.0) and not step.terminate
-    assert fm(500.0).penalty == pytest.approx(0.01)  # capped per step
+    assert fm(19.0).penalty == 0.0 and fm.accumulated == 0.0  # a rise of at most 20 N: free
+    step = fm(50.0)  # the level stayed 0 (a 19 N rise is not counted): a rise of 50 N
+    assert step.added == pytest.approx(50.0) and step.penalty == pytest.approx(1e-4 * 50.0)
+    assert fm(500.0).penalty == pytest.approx(0.01)  # rise 450, penalty capped per step
     fm.reset()
     step = fm(10001.0)  # above the instant limit
     assert step.terminate and step.penalty == pytest.approx(0.01 + force_cfg["force_end_pen"])
-    fm.reset()
-    for _ in range(10000 // 100):
-        assert not fm(100.0).terminate
-    assert fm(100.0).terminate  # accumulated > 10000
+
+
+def test_steady_push_counts_once_new_impacts_count_again():
+    """habitat-lab RobotForce: only a rise over the last counted level accumulates."""
+    fm = ForceMonitor(load_skill_config("pick")["reward"]["force"])
+    assert fm(300.0).added == pytest.approx(300.0)
+    for _ in range(200):  # resting on the table with 300 N: nothing more is counted
+        step = fm(300.0)
+        assert step.added == 0.0 and step.penalty == 0.0
+    assert fm(310.0).added == 0.0  # a rise of 10 N is below min_force
+    assert fm(0.0).added == 0.0  # contact released: the level falls to 0
+    assert fm(300.0).added == pytest.approx(300.0)  # a new impact counts again
+    assert fm.accumulated == pytest.approx(600.0)
+    for _ in range(16):
+        fm(0.0)
+        step = fm(600.0)
+    assert step.terminate  # 600 + 16 * 600 > 10000: repeated impacts still end the episode
 
 
 def test_accumulated_limit_can_be_off():

@@ -16,6 +16,7 @@ from trainer.config import compose
 from trainer.diagnostic_envs import CountingEnv, make_counting_env, reward_code
 from trainer.inference import batch_limits, select_batch, should_act
 from trainer.networks import ActorCritic
+from trainer.rollout import Rollout
 
 EPISODE_LENGTH = 5
 DELAYS = (0.0, 0.002, 0.006, 0.02)  # env 3 is ten times slower than env 1
@@ -140,12 +141,17 @@ def test_select_batch_serves_slow_envs_first_and_respects_max():
     assert len(select_batch(np.arange(6), steps, limit=10)) == 6
 
 
-def test_collector_batches_stay_within_max():
-    collector = make_collector("ver", num_envs=6, num_steps=4, delays=(0.0,), max_batch_factor=0.5)
+@pytest.mark.parametrize("envs_per_worker", [1, 6])
+def test_collector_batches_stay_within_max(envs_per_worker):
+    # with 6 envs in one worker, its answer of 6 envs is acted on in two batches of 3: the second
+    # command queues behind the first in the worker's pipe
+    collector = make_collector("ver", num_envs=6, num_steps=4, delays=(0.0,), max_batch_factor=0.5,
+                               envs_per_worker=envs_per_worker)
     assert collector.max_batch == 3
     results = collect(collector, 3)
     assert all(s.batch_size_min >= 1 and s.batch_size_max <= 3 for _, s in results)
     assert all(len(r) > 0 for r, _ in results)
+    check_rows_are_consecutive(results, 6)
 
 
 def test_collector_batches_reach_min_unless_the_quota_ends_the_rollout():
@@ -194,3 +200,23 @@ def test_auto_batch_wait_ignores_the_learning_phase_between_rollouts(monkeypatch
 def test_bad_batch_wait_is_a_clear_error():
     with pytest.raises(ValueError, match="max_batch_wait_s must be a number of seconds or 'auto'"):
         make_collector("ver", max_batch_wait_s="soon")
+
+
+def test_rollout_select_and_cat_cover_every_field():
+    # every per-row field (found through dataclasses.fields) is selected and concatenated, so a field
+    # added to Rollout later cannot be forgotten by fill_from_previous or the storage
+    a = make_collector("sync", num_envs=2, num_steps=3, delays=(0.0,))
+    try:
+        r = a.collect(0)
+    finally:
+        a.close()
+    assert len(Rollout.row_fields()) == 13 and "truncated" in Rollout.row_fields()
+    first = r.select(torch.arange(2))
+    joined = Rollout.cat(r, first)
+    assert len(joined) == len(r) + 2 and joined.num_envs == 4
+    assert torch.equal(joined.env_ids[len(r):], r.env_ids[:2] + 2)  # the second part's envs are new envs
+    assert torch.equal(joined.bootstrap_value, torch.cat([r.bootstrap_value, r.bootstrap_value]))
+    back = joined.select(slice(0, len(r)))
+    for name in Rollout.row_fields():
+        x, y = getattr(back, name), getattr(r, name)
+        assert all(torch.equal(x[k], y[k]) for k in x) if isinstance(x, dict) else torch.equal(x, y), name

@@ -1,7 +1,7 @@
 """Time-limit truncation: the truncated step's reward gets gamma * V(final observation) (computed with
 the env's recurrent state after that step and the collecting policy), the row stays done, and a
-terminated step is left alone. The env pays known rewards (`reward_code`) and has known observations,
-so the expected value can be recomputed from the rollout alone."""
+terminated step is left alone. The env pays 1 per step and has known observations, so the expected
+value can be recomputed from the rollout alone."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 
 from trainer.collector import Collector
 from trainer.config import compose
-from trainer.diagnostic_envs import CountingEnv, reward_code
+from trainer.diagnostic_envs import CountingEnv
 from trainer.gae import compute_gae
 from trainer.networks import ActorCritic
 
@@ -21,16 +21,16 @@ TERMINATE_AT, TRUNCATE_AT = 4, 3  # even episodes terminate after 4 steps, odd o
 
 
 class AlternatingLimitEnv(CountingEnv):
-    """CountingEnv whose even episodes terminate after `TERMINATE_AT` steps and odd ones are truncated
-    by a time limit after `TRUNCATE_AT` steps (the final observation is then [env, episode, 3, 4])."""
+    """CountingEnv paying 1 per step whose even episodes terminate after `TERMINATE_AT` steps and odd
+    ones are truncated by a time limit after `TRUNCATE_AT` steps (final observation [env, episode, 3, 4])."""
 
     def __init__(self, env_idx: int) -> None:
         super().__init__(env_idx, episode_length=TERMINATE_AT)
 
     def step(self, action):
-        obs, reward, terminated, _, info = super().step(action)
+        obs, _, terminated, _, info = super().step(action)
         truncated = self.episode % 2 == 1 and self.t >= TRUNCATE_AT
-        return obs, reward, terminated and not truncated, truncated, info
+        return obs, 1.0, terminated and not truncated, truncated, info
 
 
 def make_alternating_env(env_idx: int) -> AlternatingLimitEnv:
@@ -59,18 +59,17 @@ def test_truncated_rows_get_gamma_times_final_value_and_terminated_rows_do_not(m
         rollouts = [collector.collect(k) for k in range(4)]
     finally:
         collector.close()
-    checked = {"truncated": 0, "terminated": 0}
+    checked = {"truncated": 0, "terminated": 0, "distinct": 0}
     for r in rollouts:
         episode, step = r.obs["obs"][:, 1].long(), r.obs["obs"][:, 2].long()
-        raw = torch.tensor([reward_code(int(ep), int(st)) for ep, st in zip(episode, step, strict=True)])
         odd = episode % 2 == 1
         expect_trunc = odd & (step == TRUNCATE_AT - 1)
         expect_term = ~odd & (step == TERMINATE_AT - 1)
         assert torch.equal(r.truncated, expect_trunc)
         assert torch.equal(r.dones, expect_trunc | expect_term)  # truncated rows stay done
-        plain = ~r.truncated
-        assert torch.equal(r.rewards[plain], raw[plain].float())  # terminated and ordinary rows untouched
+        assert torch.all(r.rewards[~r.truncated] == 1.0)  # terminated and ordinary rows untouched
         rows = torch.nonzero(r.truncated).flatten()
+        checked["terminated"] += int(expect_term.sum())
         if len(rows) == 0:
             continue
         # recompute V(final obs): run the row's step to get the state after it, then the value of
@@ -84,11 +83,14 @@ def test_truncated_rows_get_gamma_times_final_value_and_terminated_rows_do_not(m
             reset_obs[:, 1] += 1
             reset_obs[:, 2] = 0
             reset_value = ac.get_value({"obs": reset_obs}, after, torch.zeros(len(rows), dtype=torch.bool))
-        assert torch.allclose(r.rewards[rows], raw[rows] + gamma * final_value, atol=1e-5)
-        assert not torch.allclose(r.rewards[rows], raw[rows] + gamma * reset_value, atol=1e-3)
+        augmentation = r.rewards[rows] - 1.0
+        assert torch.allclose(augmentation, gamma * final_value, rtol=0.0, atol=1e-5)
+        # not the value of the next episode's first observation (which the auto-reset put in `obs`)
+        distinct = (final_value - reset_value).abs() > 1e-3
+        assert not torch.any(torch.isclose(augmentation, gamma * reset_value, rtol=0.0, atol=1e-5) & distinct)
         checked["truncated"] += len(rows)
-        checked["terminated"] += int(expect_term.sum())
-    assert checked["truncated"] > 0 and checked["terminated"] > 0
+        checked["distinct"] += int(distinct.sum())
+    assert checked["truncated"] > 0 and checked["terminated"] > 0 and checked["distinct"] > 0
 
 
 def test_gae_does_not_bootstrap_across_a_truncated_row():

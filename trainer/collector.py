@@ -150,6 +150,9 @@ class Collector:
         self.actor_critic = actor_critic
 
         self.buffers = TransferBuffers(obs_space, action_space, n)
+        self._reward = self.buffers.reward.numpy()  # numpy views of the shared rows
+        self._terminated = self.buffers.terminated.numpy()
+        self._truncated = self.buffers.truncated.numpy()
         action_shape, action_dtype = action_layout(action_space)
         hidden_shape = tuple(actor_critic.initial_hidden(1).shape[1:])
         obs_layout = {k: (tuple(v.shape[1:]), v.dtype) for k, v in self.buffers.obs.items()}
@@ -278,23 +281,22 @@ class Collector:
     def _record_steps(self, envs: np.ndarray, answers: list[Ready]) -> None:
         """Write the step results of `envs` into their pending rows (time-limit rows get gamma V(final obs))."""
         st = self.state
-        idx = torch.from_numpy(envs)
-        rewards = self.buffers.reward[idx]
-        truncated = self.buffers.truncated[idx]
-        done = self.buffers.terminated[idx] | truncated
-        if bool(truncated.any()):
-            cut = envs[truncated.numpy()]
+        rewards = self._reward[envs]  # copies (fancy indexing of the shared rows)
+        truncated = self._truncated[envs]
+        done = self._terminated[envs] | truncated
+        if truncated.any():
+            cut = envs[truncated]
             t0 = time.monotonic()
             final_values = self.inference.values(cut, st.hidden[torch.from_numpy(cut)], np.zeros(len(cut), dtype=bool),
                                                  final=True)
             self._stats.inference_time += time.monotonic() - t0
-            rewards[truncated] += self.gamma * final_values
+            rewards[truncated] += self.gamma * final_values.numpy()
             self._stats.truncations += len(cut)
         self.storage.set_results(st.pending[envs], rewards, done, truncated)
         st.pending[envs] = -1
         st.completed[envs] += 1
-        ended = envs[done.numpy()]
-        if len(ended):
+        if done.any():
+            ended = envs[done]
             episode_ids = self.episode_id
             for ev in answers:
                 for e, episode in zip(ev.envs.tolist(), ev.episodes, strict=True):

@@ -23,13 +23,13 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import selectors
 import signal
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from multiprocessing.connection import wait as wait_for_any
 from typing import Any
 
 import gymnasium as gym
@@ -209,7 +209,12 @@ class WorkerPool:
         self.worker_of = np.concatenate([np.full(len(w.envs), i) for i, w in enumerate(self.workers)])
         self._first_env = np.array([int(w.envs[0]) for w in self.workers])
         self._paused_at: float | None = None
-        self._handles: tuple[dict, dict, list] | None = None  # what `poll` waits on
+        self._selector: selectors.BaseSelector | None = None  # what `poll` waits on: pipes and sentinels
+
+    def _forget_selector(self) -> None:
+        if self._selector is not None:
+            self._selector.close()
+            self._selector = None
 
     def envs_of(self, worker: int) -> np.ndarray:
         return self.workers[worker].envs
@@ -227,7 +232,7 @@ class WorkerPool:
         w.proc, w.conn = proc, parent
         w.commands.clear()
         w.clock_start = math.nan
-        self._handles = None
+        self._forget_selector()
 
     def start_all(self) -> None:
         for worker in range(self.num_workers):
@@ -244,7 +249,7 @@ class WorkerPool:
         w.proc, w.conn = None, None
         w.commands.clear()
         w.clock_start = math.nan
-        self._handles = None
+        self._forget_selector()
 
     def restart(self, worker: int) -> None:
         self.kill(worker)
@@ -275,10 +280,11 @@ class WorkerPool:
     def _by_worker(self, envs: np.ndarray) -> list[tuple[int, np.ndarray]]:
         if self.num_workers == self.num_envs:  # one env per worker: worker index == env index
             return [(int(e), envs[i : i + 1]) for i, e in enumerate(envs)]
-        workers = self.worker_of[envs]
-        order = np.argsort(workers, kind="stable")
-        bounds = np.flatnonzero(np.diff(workers[order])) + 1
-        return [(int(workers[g[0]]), envs[g]) for g in np.split(order, bounds)]
+        if len(envs) > 1 and np.any(envs[1:] < envs[:-1]):
+            envs = np.sort(envs)
+        workers = self.worker_of[envs]  # non-decreasing: envs of a worker are contiguous
+        bounds = np.flatnonzero(workers[1:] != workers[:-1]) + 1
+        return [(int(self.worker_of[g[0]]), g) for g in np.split(envs, bounds)]
 
     def step(self, envs: np.ndarray) -> None:
         """Step the envs (global indices; their actions are in the transfer buffers): one message per worker."""
@@ -314,44 +320,40 @@ class WorkerPool:
     # ------------------------------------------------------------------ events
     def poll(self, timeout: float) -> list[Event]:
         """Wait up to `timeout` s for answers; returns what happened (answers, failures, hangs), in order."""
-        if self._handles is None:  # rebuilt after a (re)start or kill
-            conns = {w.conn: i for i, w in enumerate(self.workers) if w.conn is not None}
-            sentinels = {w.proc.sentinel: i for i, w in enumerate(self.workers) if w.proc is not None}
-            self._handles = (conns, sentinels, [*conns, *sentinels])
-        conns, sentinels, handles = self._handles
-        ready = wait_for_any(handles, timeout=max(timeout, 0.0))
+        if self._selector is None:  # rebuilt after a (re)start or kill
+            self._selector = selectors.DefaultSelector()
+            for worker, w in enumerate(self.workers):
+                if w.conn is not None:
+                    self._selector.register(w.conn, selectors.EVENT_READ, (worker, False))
+                    self._selector.register(w.proc.sentinel, selectors.EVENT_READ, (worker, True))
+        ready = [key.data for key, _ in self._selector.select(max(timeout, 0.0))]
         events: list[Event] = []
         failed: set[int] = set()
-        for obj in ready:
-            if obj in conns:
-                events.extend(self._receive(conns[obj], failed))
-        for obj in ready:
-            worker = sentinels.get(obj) if isinstance(obj, int) else None
-            if worker is not None and worker not in failed and not self.workers[worker].proc.is_alive():
+        for worker, is_sentinel in sorted(ready, key=lambda d: d[1]):  # answers before deaths
+            w = self.workers[worker]
+            if worker in failed or (is_sentinel and w.proc.is_alive()):
+                continue
+            event = (Failed(worker, w.envs, f"worker exited with code {w.proc.exitcode}") if is_sentinel
+                     else self._receive(worker))
+            events.append(event)
+            if isinstance(event, Failed):
                 failed.add(worker)
-                events.append(Failed(worker, self.workers[worker].envs,
-                                     f"worker exited with code {self.workers[worker].proc.exitcode}"))
         now = time.monotonic()
         for worker, w in enumerate(self.workers):
             if w.commands and worker not in failed and now - w.clock_start > w.commands[0].timeout_s:
                 events.append(Hung(worker, w.envs, f"no answer within {w.commands[0].timeout_s:.1f} s"))
         return events
 
-    def _receive(self, worker: int, failed: set[int]) -> list[Event]:
+    def _receive(self, worker: int) -> Event:
+        """One message of a worker whose pipe is readable (a later one makes the pipe readable again)."""
         w = self.workers[worker]
-        events: list[Event] = []
         try:
-            while w.conn.poll():
-                message = w.conn.recv()
-                if message[0] != "ready":
-                    failed.add(worker)
-                    events.append(Failed(worker, w.envs, f"env raised {message[1]}"))
-                    break
-                command = w.commands.popleft()
-                w.clock_start = time.monotonic() if w.commands else math.nan
-                events.append(Ready(worker, command.envs, command.kind, float(message[1]), message[2]))
+            message = w.conn.recv()
         except (EOFError, OSError):
             w.proc.join(timeout=1.0)
-            failed.add(worker)
-            events.append(Failed(worker, w.envs, f"worker exited with code {w.proc.exitcode}"))
-        return events
+            return Failed(worker, w.envs, f"worker exited with code {w.proc.exitcode}")
+        if message[0] != "ready":
+            return Failed(worker, w.envs, f"env raised {message[1]}")
+        command = w.commands.popleft()
+        w.clock_start = time.monotonic() if w.commands else math.nan
+        return Ready(worker, command.envs, command.kind, float(message[1]), message[2])

@@ -42,6 +42,8 @@ def should_act(num_ready: int, min_batch: int, num_incoming: int, waited_s: floa
 def select_batch(ready_envs: np.ndarray, steps_in_rollout: np.ndarray, limit: int) -> np.ndarray:
     """Up to `limit` ready envs, those with the fewest steps in this rollout first (ties: lower index)."""
     ready_envs = np.asarray(ready_envs, dtype=np.int64)
+    if len(ready_envs) <= limit:
+        return np.sort(ready_envs)
     order = np.lexsort((ready_envs, steps_in_rollout[ready_envs]))
     return np.sort(ready_envs[order[:limit]])
 

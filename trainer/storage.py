@@ -13,6 +13,8 @@ every field at once.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 
@@ -43,6 +45,9 @@ class RolloutStorage:
         )
         self.complete = np.zeros(capacity, dtype=bool)  # reward and done have arrived
         self.size = 0
+        # numpy views of the table (same memory): small per-batch writes are cheaper through numpy
+        self._np = {name: t.numpy() for name, t in self.table.map_rows(lambda t: t).items() if name != "obs"}
+        self._obs_np = {k: v.numpy() for k, v in self.table.obs.items()}
 
     def append(self, obs: dict[str, torch.Tensor], policy_version: int, **columns: torch.Tensor) -> np.ndarray:
         """Write one inference batch into the next free slots; returns the slot of each row.
@@ -54,26 +59,23 @@ class RolloutStorage:
         if self.size + count > self.capacity:
             raise RuntimeError(f"rollout storage overflow: {self.size} + {count} > {self.capacity}")
         s = slice(self.size, self.size + count)
-        table = self.table
         for key, value in obs.items():
-            table.obs[key][s] = value
+            self._obs_np[key][s] = value.numpy()
         for name, value in columns.items():
-            getattr(table, name)[s] = value
-        table.policy_version[s] = policy_version
-        table.rewards[s] = 0.0
-        table.dones[s] = False
-        table.truncated[s] = False
+            self._np[name][s] = value.numpy()
+        self._np["policy_version"][s] = policy_version
+        self._np["rewards"][s] = 0.0
+        self._np["dones"][s] = False
+        self._np["truncated"][s] = False
         self.complete[s] = False
         self.size += count
         return np.arange(s.start, s.stop)
 
-    def set_results(self, slots: np.ndarray, rewards: torch.Tensor, dones: torch.Tensor,
-                    truncated: torch.Tensor) -> None:
+    def set_results(self, slots: np.ndarray, rewards: np.ndarray, dones: np.ndarray, truncated: np.ndarray) -> None:
         """The env answers of the rows at `slots` arrived (they are complete now)."""
-        idx = torch.from_numpy(slots)
-        self.table.rewards[idx] = rewards
-        self.table.dones[idx] = dones
-        self.table.truncated[idx] = truncated
+        self._np["rewards"][slots] = rewards
+        self._np["dones"][slots] = dones
+        self._np["truncated"][slots] = truncated
         self.complete[slots] = True
 
     def drop_episodes(self, hit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,11 +108,9 @@ class RolloutStorage:
     def build(self, bootstrap_value: torch.Tensor, num_envs: int, expected_steps_per_env: float) -> Rollout:
         """The complete rows in slot order (copies), as a `Rollout`."""
         rows = torch.from_numpy(np.nonzero(self.complete[: self.size])[0])
-        out = self.table.select(rows)  # advanced indexing copies
-        out.bootstrap_value = bootstrap_value.clone().float()
-        out.num_envs = num_envs
-        out.expected_steps_per_env = float(expected_steps_per_env)
-        return out
+        return replace(self.table.select(rows),  # advanced indexing copies
+                       bootstrap_value=bootstrap_value.clone().float(), num_envs=num_envs,
+                       expected_steps_per_env=float(expected_steps_per_env))
 
     def carry_over(self, slots: np.ndarray) -> np.ndarray:
         """Keep only the rows at `slots` (in flight), moved to the front in order; returns their new slots."""

@@ -94,6 +94,14 @@ def reach_axis(opening: Opening, tilt_deg: float) -> np.ndarray:
     return np.array([np.sin(t) * inward[0], np.sin(t) * inward[1], -np.cos(t)])
 
 
+def tilt_for(opening: Opening, cfg) -> float:
+    """The cup's tilt into the container (degrees, `cfg`: the oracle's `shelf`): `cfg["tilt_deg"]` under
+    a low ceiling (the lower shelf: the forearm must pass under the board, and less tilt put the elbow
+    against the side wall), `cfg["high_tilt_deg"]` under a ceiling at least `cfg["high_ceiling"]` high
+    (the upper shelf: turning the wrist less saves steps)."""
+    return float(cfg["high_tilt_deg"] if opening.ceiling >= cfg["high_ceiling"] else cfg["tilt_deg"])
+
+
 def inside_height(opening: Opening, wanted: float, arm_above_cup: float, margin: float,
                   tilt_deg: float = 0.0) -> float:
     """The ee height to work at inside: `wanted`, but low enough that the wrist above the cup (pointing
@@ -119,15 +127,41 @@ def front_distance(opening: Opening, point: np.ndarray, xy: np.ndarray) -> float
     return float(np.dot(d, opening.outward)) - opening.front
 
 
+def in_front(opening: Opening, point: np.ndarray, xy: np.ndarray, depth: float, half_width: float) -> bool:
+    """`xy` (the base centre) lies in front of the opening: at most `depth` m in front of the container's
+    front face and within `half_width` m of the line straight out from `point`. The floor there is kept
+    clear (layout FRONT_CLEARANCE and the fridge's door zone), so the arm may work low while driving."""
+    d = np.asarray(xy, dtype=np.float64)[:2] - np.asarray(point, dtype=np.float64)[:2]
+    out = np.asarray(opening.outward, dtype=np.float64)
+    along = float(d @ out) - opening.front
+    lateral = abs(float(d @ np.array([-out[1], out[0]])))
+    return 0.0 <= along <= depth and lateral <= half_width
+
+
+def low_carry(sim, z: float) -> np.ndarray:
+    """World point above the resting ee's floor position at height `z`: the cup held in front of the base
+    as at rest, but already as low as it will enter a container."""
+    p = rest_world(sim)
+    p[2] = z
+    return p
+
+
 def drive_in(sim, follower, opening: Opening, point: np.ndarray, cfg) -> tuple[np.ndarray, bool]:
-    """Base action driving straight toward the opening (turning to keep facing `point`) until `point`
-    is within `cfg["reach"]` of the base centre, the base disc comes within `cfg["base_margin"]` of
-    the front face, or the base is blocked. Returns (base action, finished)."""
+    """Base action driving straight into the opening (turning to face straight in) until `point`
+    is within `cfg["reach"]` (`cfg["reach_upper"]` from `cfg["upper_from"]` up) of the base centre, the
+    base disc comes within `cfg["base_margin"]` of the front face, or the base is blocked. Returns (base
+    action, finished)."""
     dist = float(np.linalg.norm(np.asarray(point, dtype=np.float64)[:2] - sim.base_xy))
     radius = float(sim.cfg["base"]["radius"])
-    if dist <= cfg["reach"] or front_distance(opening, point, sim.base_xy) <= radius + cfg["base_margin"] or sim.base_collided:
+    # an upper shelf from farther out: close in, the elbow (bent out beside the high cup) hits the side wall
+    reach = cfg["reach_upper"] if float(point[2]) >= cfg["upper_from"] else cfg["reach"]
+    if dist <= reach or front_distance(opening, point, sim.base_xy) <= radius + cfg["base_margin"] or sim.base_collided:
         return np.zeros(2), True
-    turn, _ = follower.face_point(sim, point)
+    # facing straight in, not at `point`: turned toward a point near a side wall, the elbow (right of the
+    # base) hit the fridge's right wall
+    inward = -np.asarray(opening.outward, dtype=np.float64)
+    depth = float((np.asarray(point, dtype=np.float64)[:2] - sim.base_xy) @ inward)
+    turn, _ = follower.face_point(sim, sim.base_xy + max(depth, 0.1) * inward)
     return np.array([cfg["drive_speed"], turn[1]]), False
 
 
@@ -157,13 +191,14 @@ def work_height(opening: Opening | None, wanted: float, cfg) -> float:
     unchanged outside a container."""
     if opening is None:
         return float(wanted)
-    return inside_height(opening, wanted, cfg["arm_above_cup"], cfg["ceiling_margin"], cfg["tilt_deg"])
+    return inside_height(opening, wanted, cfg["arm_above_cup"], cfg["ceiling_margin"], tilt_for(opening, cfg))
 
 
 def arm_to_rest(ik, sim, opening: Opening | None, cfg) -> np.ndarray:
     """Arm action back to rest. Out of a container the arm is far from its rest joints: while the ee is
-    more than `cfg["rest_switch"]` from rest it goes straight toward the resting ee (fast, cup turning
-    down), then the joints go to rest."""
+    more than `cfg["rest_switch"]` from rest it goes straight toward the resting ee (fast; the cup free
+    to stay tilted: turning it back down cost the wrist ~60 steps, and the tasks only count where the ee
+    is), then the joints go to rest."""
     if opening is not None and ik.rest_error(sim) > cfg["rest_switch"]:
-        return ik.action_towards(sim, rest_world(sim), axis=DOWN)
+        return ik.action_towards(sim, rest_world(sim))
     return ik.action_to_rest(sim)

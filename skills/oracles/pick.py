@@ -11,7 +11,8 @@ nothing goes back to `above`; an object that leaves the work zone sends the orac
 
 An object on a fridge shelf is reached through the door opening (`skills.oracles.container`, as the
 place oracle does): the base stands straight in front (the cup, tilted into the fridge, already going
-down to the `entry` point on the last bit), the base drives in (`drive_in`) while the arm keeps the cup
+down to its entry height on the clear floor in front of the opening and to the `entry` point on the
+last bit), the base drives straight in (`drive_in`) while the arm keeps the cup
 at the entry point relative to the base, the cup goes above the object and down onto it, lifts only as
 far as the board above allows, the base backs out (`drive_out`) and the arm goes straight to rest.
 """
@@ -29,11 +30,14 @@ from skills.oracles.container import (
     drive_out,
     entry_point,
     front_distance,
+    in_front,
+    low_carry,
     opening_of,
     reach_axis,
     rest_world,
     rim_exit_height,
     stand_in_front,
+    tilt_for,
     work_height,
 )
 from skills.oracles.held import clear_of_tall_object, hang_depth, held_extent, held_object_blocked
@@ -54,7 +58,7 @@ class PickOracle(Oracle):
         """Not while driving into or out of a fridge opening: the arm reaches in on purpose, posed for
         the shelf, and for an upper shelf close enough to its rest pose that the check (for the arm at
         rest) sees the fridge ahead and backs the base off every few steps."""
-        return self.cfg["shelf"].get("safety_driving", False) or self.phase not in ("drive_in", "drive_out")
+        return self.phase not in ("drive_in", "drive_out")
 
     def _above(self, obj: np.ndarray) -> np.ndarray:
         """ee goal above the object before descending (inside a container, under its ceiling)."""
@@ -69,7 +73,7 @@ class PickOracle(Oracle):
         """The phases that differ for an object on a fridge shelf (None: the common phase code runs)."""
         c = self.cfg["pick"]
         s = self.cfg["shelf"]
-        axis = reach_axis(self.opening, s["tilt_deg"])
+        axis = reach_axis(self.opening, tilt_for(self.opening, s))
         if self.phase == "approach":
             stand = stand_in_front(self.opening, self.start_pos, s["stand_dist"])
             base, ready = self.approach(sim, obj, self.cfg["zone"], stand=stand, force_stand=True)
@@ -81,6 +85,11 @@ class PickOracle(Oracle):
                 # on the last straight bit in front of the opening: lower the cup to the entry already
                 return full_action(arm=self.ik.action_towards(sim, self._entry(self.start_pos), axis=axis),
                                    grip=RELEASE, base=base)
+            if in_front(self.opening, self.start_pos, sim.base_xy, s["low_depth"], s["low_half_width"]):
+                # on the clear floor in front of the opening: the cup goes down to the entry height while
+                # the base still drives (lowering the arm takes ~80 steps, too many to wait for)
+                goal = low_carry(sim, self._entry(self.start_pos)[2])
+                return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=RELEASE, base=base)
             # the cup tilted as it will work inside from the start: turning the wrist is slow
             return full_action(arm=self.ik.action_towards(sim, rest_world(sim), axis=axis), grip=RELEASE, base=base)
 
@@ -93,7 +102,10 @@ class PickOracle(Oracle):
             high = float(sim.ee_pos[2]) > work_height(self.opening, np.inf, s)
             if high and front_distance(self.opening, self.start_pos, sim.ee_pos) < s["cross_margin"]:
                 base, done = np.zeros(2), False
-            if done or self.phase_steps >= s["drive_steps"] + s["entry_steps"]:
+            # on to `above` once the cup is at the entry point too: from a start close to the fridge the
+            # base is done at once, and a cup still low (left there by a place) went up into the board
+            at_entry = self.ik.ee_error(sim, goal) < 2 * c["tolerance"]
+            if (done and at_entry) or self.phase_steps >= s["drive_steps"] + s["entry_steps"]:
                 self.goto("above")
             return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=RELEASE, base=base)
 

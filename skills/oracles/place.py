@@ -30,11 +30,14 @@ from skills.oracles.container import (
     drive_in,
     drive_out,
     entry_point,
+    in_front,
+    low_carry,
     opening_of,
     over_rims,
     reach_axis,
     rim_exit_height,
     stand_in_front,
+    tilt_for,
     work_height,
 )
 from skills.oracles.held import carry_point, hang_depth, held_extent, held_rest_clear
@@ -61,7 +64,7 @@ class PlaceOracle(Oracle):
         """Not while driving into or out of a fridge opening: the arm reaches in on purpose, posed for
         the shelf, and for an upper shelf close enough to its rest pose that the check (for the arm at
         rest) sees the fridge ahead and backs the base off every few steps."""
-        return self.cfg["shelf"].get("safety_driving", False) or self.phase not in ("drive_in", "drive_out")
+        return self.phase not in ("drive_in", "drive_out")
 
     def _ee_goal(self, sim, height: float) -> np.ndarray:
         """ee position that puts the held object `height` above the goal (inside a container no
@@ -93,7 +96,7 @@ class PlaceOracle(Oracle):
         s = self.cfg["shelf"]
         zone = self.cfg["zone"]
         held = sim.grasped == self.obj
-        axis = None if self.opening is None else reach_axis(self.opening, s["tilt_deg"])
+        axis = None if self.opening is None else reach_axis(self.opening, tilt_for(self.opening, s))
 
         if self.phase in ("approach", "entry", "drive_in", "above", "lower") and not held:
             self.goto("retreat")  # dropped (or never held): nothing left to place
@@ -113,6 +116,11 @@ class PlaceOracle(Oracle):
             if self.opening is not None and self._near_stand(sim, s["entry_early"]):
                 # on the last straight bit in front of the opening: lower the cup to the entry already
                 return full_action(arm=self.ik.action_towards(sim, self._entry(sim), axis=axis), grip=GRASP, base=base)
+            if self.opening is not None and in_front(self.opening, self.goal, sim.base_xy, s["low_depth"],
+                                                     s["low_half_width"]):
+                # on the clear floor in front of the opening: down to the entry height while still driving
+                goal = low_carry(sim, self._entry(sim)[2])
+                return full_action(arm=self.ik.action_towards(sim, goal, axis=axis), grip=GRASP, base=base)
             # carried a little above the rest pose, so the object clears counters and shelf tops (for a
             # fridge shelf with the cup already tilted as it will work inside: turning the wrist is slow)
             return full_action(arm=self.ik.action_towards(sim, carry_point(sim, c["carry_lift"]), axis=axis),
