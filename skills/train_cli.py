@@ -34,11 +34,13 @@ training profile, one switch: profile=cpu|paper|auto (configs/profile/; other ov
   profile=auto                      default: paper on a machine with a CUDA GPU, else cpu
   profile=paper                     the VER paper's setup (Table A1): 128x128 head depth, resnet18_half,
                                     16 envs x 128 steps per rollout; for GPU machines
-  profile=cpu                       small network, low-resolution depth, few envs: for a few CPU cores
+  profile=cpu                       feed-forward MLPs + 16x16 ray-cast depth, 16 envs in 2 processes:
+                                    for a few CPU cores (values and measurements: configs/profile/cpu.yaml)
 
 overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups):
   trainer=ver|nover|sync            collection mode (configs/trainer/)
-  trainer.num_envs=4                env worker processes (N)
+  trainer.num_envs=16               envs per rank (N)
+  trainer.envs_per_worker=8         envs stepped by one worker process (N / K processes)
   trainer.num_steps=64              rollout length T (a rollout is T x N steps)
   trainer.total_steps=100000        env steps to train for
   trainer.seed=0                    run seed

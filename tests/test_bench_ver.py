@@ -1,4 +1,5 @@
-"""bench-ver: a tiny end-to-end run writes a well-formed report; bad input exits 2 naming the choices.
+"""bench-ver: tiny end-to-end runs write a well-formed report (every mode, its ratio to raw simulation) on
+train-skill's profile config; bad input exits 2 naming the choices; Sample Factory gets our layout and net.
 
 No assertion on speed: only that numbers exist, are positive and are consistent with each other.
 """
@@ -11,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from eval import bench_ver
+from eval import bench_ver, bench_ver_analyse, bench_ver_report, bench_ver_run
+from trainer.config import ConfigError, compose, to_plain
 from trainer.diagnostic_envs import make_counting_env
 
 
@@ -25,12 +27,13 @@ def _run_main(argv: list[str]) -> int:
 
 def test_tiny_run_writes_consistent_json_and_png(tmp_path, capsys):
     out = tmp_path / "bench"
-    code = _run_main(["--skill", "cartpole", "--num-envs", "2", "--num-steps", "8", "--steps", "48",
-                      "--modes", "raw,sync,ver", "--out", str(out)])
+    code = _run_main(["--skill", "cartpole", "--num-envs", "2", "--envs-per-worker", "1", "--num-steps", "8",
+                      "--steps", "48", "--modes", "raw,sync,ver", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    report = json.loads((out / bench_ver.RESULT_FILE).read_text())
+    report = json.loads((out / bench_ver_report.RESULT_FILE).read_text())
     assert report["config"]["num_envs"] == 2 and report["config"]["num_steps"] == 8
+    assert report["config"]["envs_per_worker"] == 1 and report["config"]["num_workers"] == 2
     assert report["config"]["steps_per_mode"] == 48
     assert list(report["modes"]) == ["raw", "sync", "ver"]
     for mode, row in report["modes"].items():
@@ -54,7 +57,7 @@ def test_tiny_run_writes_consistent_json_and_png(tmp_path, capsys):
     assert "ver_over_nover" not in ratios  # nover was not measured
     goals = {g["name"]: g for g in report["goals"]}
     assert goals["ver_over_sync"]["met"] == (ratios["ver_over_sync"] >= goals["ver_over_sync"]["target"])
-    png = (out / bench_ver.PLOT_FILE).read_bytes()
+    png = (out / bench_ver_report.PLOT_FILE).read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
     assert "ver_over_sync" in captured.out and "mean SPS" in captured.out
 
@@ -68,6 +71,9 @@ def test_tiny_run_writes_consistent_json_and_png(tmp_path, capsys):
         (["--skill", "cartpole", "--num-envs", "2", "--slow-envs", "3"], "--slow-envs must be between 0"),
         (["--skill", "cartpole", "--num-envs", "2", "--num-steps", "8", "--steps", "16"], "raise --steps to 32"),
         (["--skill", "cartpole", "trainer.no_such_key=1"], "invalid config override"),
+        (["--skill", "cartpole", "--profile", "gpu"], "unknown profile 'gpu'; valid choices: auto, cpu, paper"),
+        (["--skill", "cartpole", "--envs-per-worker", "0"], "--envs-per-worker must be >= 1"),
+        (["--skill", "cartpole", "--max-seconds", "0"], "--max-seconds must be > 0"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, needle):
@@ -80,20 +86,21 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, needle):
 
 
 def test_timed_env_counts_steps_and_resets_in_shared_counters():
-    counters = torch.zeros((3, bench_ver.NUM_COUNTERS), dtype=torch.float64).share_memory_()
+    run = bench_ver_run
+    counters = torch.zeros((3, run.NUM_COUNTERS), dtype=torch.float64).share_memory_()
     base = make_counting_env
-    env = bench_ver.make_bench_env(2, base_fn=base, counters=counters, slow=(2,), slow_factor=1.5)
+    env = run.make_bench_env(2, base_fn=base, counters=counters, slow=(2,), slow_factor=1.5)
     env.reset(seed=0)
     for _ in range(9):  # CountingEnv episodes last 7 steps
         _, _, terminated, _, _ = env.step(0)
         if terminated:
             env.reset()
     c = counters.numpy()
-    assert c[2, bench_ver.SIM_STEPS] == 9 and c[2, bench_ver.RESETS] == 2
-    assert c[2, bench_ver.SIM_SECONDS] > 0 and c[2, bench_ver.RESET_SECONDS] > 0
-    assert c[2, bench_ver.SIM_CPU_SECONDS] >= 0
+    assert c[2, run.SIM_STEPS] == 9 and c[2, run.RESETS] == 2
+    assert c[2, run.SIM_SECONDS] > 0 and c[2, run.RESET_SECONDS] > 0
+    assert c[2, run.SIM_CPU_SECONDS] >= 0
     assert np.all(c[:2] == 0)  # other envs' rows untouched
-    assert bench_ver.slow_env_indices(8, 3) == [5, 6, 7] and bench_ver.slow_env_indices(8, 0) == []
+    assert run.slow_env_indices(8, 3) == [5, 6, 7] and run.slow_env_indices(8, 0) == []
 
 
 def test_train_stats_mean_after_warmup_and_max_over_rollouts():
@@ -108,7 +115,7 @@ def test_train_stats_mean_after_warmup_and_max_over_rollouts():
          "perf/inference_time": 0.3, "perf/env_wait_time": 0.2, "perf/steps_per_env_min": 9,
          "perf/steps_per_env_max": 11},
     ]
-    stats = bench_ver.train_stats(records, warmup=1)
+    stats = bench_ver_analyse.train_stats(records, warmup=1)
     assert stats["mean_sps"] == pytest.approx(200 / 3.0)
     assert stats["max_sps"] == 100.0  # the warm-up rollout (10 SPS) is excluded
     assert stats["measured_steps"] == 200 and stats["rollouts"] == 2
@@ -118,7 +125,7 @@ def test_train_stats_mean_after_warmup_and_max_over_rollouts():
     assert stats["time_s"]["collect_other"] == pytest.approx(2.0 - 0.5 - 0.3)
     assert stats["steps_per_env_min"] == 8 and stats["steps_per_env_max"] == 12
     with pytest.raises(ValueError, match="raise --steps"):
-        bench_ver.train_stats(records[:1], warmup=1)
+        bench_ver_analyse.train_stats(records[:1], warmup=1)
 
 
 def test_sample_factory_unavailable_gives_a_one_line_reason(tmp_path):
@@ -131,20 +138,101 @@ def test_sample_factory_unavailable_gives_a_one_line_reason(tmp_path):
     assert "\n" not in str(info.value)
 
 
-def test_sample_factory_arguments_match_our_batch_geometry():
-    from eval.bench_sample_factory import sf_arguments
-    from trainer.config import compose, to_plain
+def test_sample_factory_arguments_match_our_layout_batch_geometry_and_network():
+    from eval.bench_sample_factory import sf_arguments, sf_setup
 
-    cfg = to_plain(compose("bench_ver"))
-    ppo, sf_cfg = cfg["trainer"]["ppo"], cfg["sample_factory"]
-    args = sf_arguments(sf_cfg, ppo, num_envs=8, num_steps=64, total_steps=4096, seed=3, train_dir="/tmp/x")
+    cfg = to_plain(compose("bench_ver", ["skill=pick", "profile=cpu"]))
+    sf_cfg, trainer, policy = cfg["sample_factory"], cfg["trainer"], cfg["policy"]
+    n, k, t_len = trainer["num_envs"], trainer["envs_per_worker"], trainer["num_steps"]
+    args = sf_arguments(sf_cfg, trainer, policy, total_steps=4096, train_dir="/tmp/x", max_seconds=90)
     flags = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
-    assert int(flags["num_workers"]) * int(flags["num_envs_per_worker"]) == 8
-    assert int(flags["batch_size"]) * int(flags["num_batches_per_epoch"]) == 8 * 64  # one PPO batch = T x N
-    assert int(flags["num_epochs"]) == ppo["ppo_epoch"] and int(flags["rollout"]) == 64
+    # the cpu profile's layout: N envs in N / K worker processes, as our workers hold them
+    assert int(flags["num_workers"]) == n // k and int(flags["num_envs_per_worker"]) == k > 1
+    assert int(flags["batch_size"]) * int(flags["num_batches_per_epoch"]) == n * t_len  # one PPO batch = T x N
+    assert int(flags["num_epochs"]) == trainer["ppo"]["ppo_epoch"] and int(flags["rollout"]) == t_len
     assert flags["device"] == "cpu" and int(flags["train_for_env_steps"]) == 4096
+    assert int(flags["train_for_seconds"]) == 90
+    # skill_cpu is feed-forward: no RNN, separate actor and critic MLPs of its sizes
+    assert flags["use_rnn"] == "False" and flags["actor_critic_share_weights"] == "False"
+    assert int(flags["recurrence"]) == 1  # rows are sampled independently, as our feed-forward learner does
+    decoder = args[args.index("--decoder_mlp_layers") + 1:][:len(policy["feedforward"]["actor"])]
+    assert [int(v) for v in decoder] == policy["feedforward"]["actor"]
+    setup = sf_setup({"kind": "skill", "name": "pick", "sim_cfg": cfg["sim"]}, sf_cfg, trainer, policy)
+    assert "head depth 16x16 raycast" in setup and "prev_action" in setup and "cnn_small" in setup
     with pytest.raises(ValueError, match="not a multiple"):
-        sf_arguments({**sf_cfg, "envs_per_worker": 3}, ppo, 8, 64, 4096, 0, "/tmp/x")
+        sf_arguments({**sf_cfg, "envs_per_worker": 3}, trainer, policy, total_steps=4096, train_dir="/tmp/x")
+
+
+def test_sample_factory_conv_matches_our_small_cnn():
+    """The conv head SF gets for the cpu profile has our cnn_small's layers (SF's own nets need >= 36x36)."""
+    from eval.bench_sample_factory import sf_model_arguments
+    from trainer.encoders import SmallCNN
+
+    cfg = to_plain(compose("bench_ver", ["skill=pick", "profile=cpu"]))
+    _, conv, _ = sf_model_arguments(cfg["sample_factory"], cfg["policy"])
+    visual = cfg["policy"]["visual"]
+    assert conv == {"channels": visual["channels"], "kernels": visual["kernels"], "strides": visual["strides"],
+                    "out_dim": visual["out_dim"]}
+    ours = SmallCNN(1, 16, 16, visual)
+    convs = [m for m in ours.convs if isinstance(m, torch.nn.Conv2d)]
+    assert [(c.out_channels, c.kernel_size[0], c.stride[0]) for c in convs] == list(
+        zip(conv["channels"], conv["kernels"], conv["strides"], strict=True))
+    paper = to_plain(compose("bench_ver", ["skill=pick", "profile=paper"]))
+    flags, conv, net = sf_model_arguments(paper["sample_factory"], paper["policy"])
+    assert conv is None and "--use_rnn=True" in flags and "resnet18_half" in net
+
+
+@pytest.mark.parametrize(("profile", "depth", "encoder", "per_worker"), [
+    ("cpu", (16, 16, "raycast"), "cnn_small", 8), ("paper", (128, 128, "render"), "resnet18_half", 1)])
+def test_every_mode_composes_train_skills_profile(profile, depth, encoder, per_worker):
+    from skills.train_cli import resolve_profile
+
+    bench = to_plain(bench_ver.base_config())["bench"]
+    overrides = bench_ver.profile_overrides(profile, [], "auto")
+    assert overrides == resolve_profile([f"profile={profile}"])
+    for mode in ("sync", "nover", "ver"):
+        cfg = bench_ver.mode_config("pick", mode, overrides, bench, "/tmp/x")
+        head = cfg.sim.camera.head
+        assert cfg.profile == profile and cfg.trainer.mode == mode
+        assert (head.width, head.height, head.backend) == depth and cfg.policy.visual.encoder == encoder
+        assert cfg.trainer.envs_per_worker == per_worker and cfg.trainer.num_envs == 16
+    # profile=auto resolves like train-skill: cpu without CUDA
+    auto = bench_ver.profile_overrides(None, [], "auto")
+    assert auto == [f"profile={'paper' if torch.cuda.is_available() else 'cpu'}"]
+    with pytest.raises(ConfigError, match="disagree"):
+        bench_ver.profile_overrides("cpu", ["profile=paper"], "auto")
+
+
+def test_pick_cpu_profile_tiny_run_reports_every_mode_and_its_ratio_to_raw(tmp_path, capsys):
+    """The cpu profile's env and policy, 2 envs per worker process, every mode, a tiny budget."""
+    out = tmp_path / "bench"
+    code = _run_main(["--skill", "pick", "--profile", "cpu", "--num-envs", "4", "--envs-per-worker", "2",
+                      "--num-steps", "8", "--steps", "96", "--modes", "raw,sync,nover,ver,sample_factory",
+                      "--out", str(out), "dataset.count=2", f"bench.cache_dir={tmp_path}",
+                      f"sample_factory.python={tmp_path / 'no-python'}", f"sample_factory.venv={tmp_path / 'sf'}"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads((out / bench_ver_report.RESULT_FILE).read_text())
+    cfg = report["config"]
+    assert cfg["profile"] == "cpu" and cfg["head_depth"] == "16x16 raycast" and "feedforward" in cfg["policy_name"]
+    assert cfg["num_envs"] == 4 and cfg["envs_per_worker"] == 2 and cfg["num_workers"] == 2
+    modes = report["modes"]
+    assert list(modes) == ["raw", "sync", "nover", "ver", "sample_factory"]
+    for mode in ("raw", "sync", "nover", "ver"):
+        row = modes[mode]
+        assert row["status"] == "ok", (mode, row)
+        assert row["mean_sps"] > 0 and row["sim"]["ms_per_step"] > 0
+        assert set(row["time_s"]) >= {"collection", "inference", "learning", "waiting"}
+        assert row["over_raw"] == pytest.approx(row["mean_sps"] / modes["raw"]["mean_sps"])
+    for mode in ("sync", "nover", "ver"):
+        assert report["ratios"][f"{mode}_over_raw"] == pytest.approx(modes[mode]["over_raw"])
+        assert modes[mode]["time_s"]["learning"] > 0
+    assert modes["raw"]["measured_steps"] == 64  # 3 windows of T x N = 32, one of them warm-up
+    # Sample Factory could not run here; the row says why and what it would have run on
+    sf = modes["sample_factory"]
+    assert sf["status"].startswith("not run: cannot run") and "head depth 16x16 raycast" in sf["setup"]
+    assert "VER / raw = " in captured.out and "NoVER / raw = " in captured.out and "sync / raw = " in captured.out
+    assert "sample_factory not run: cannot run" in captured.out and "sample_factory: same env as ours" in captured.out
 
 
 def test_repeats_combine_into_mean_std_and_best_max():
@@ -153,9 +241,9 @@ def test_repeats_combine_into_mean_std_and_best_max():
                 "measured_seconds": 100 / mean, "time_s": {"learning": learn, "inference": 1.0, "waiting": 0.5},
                 "sim": {"ms_per_step": 10.0, "busy_fraction": 0.5}, "rollout_sps": [mean], "ranks": 1}
 
-    combined = bench_ver.combine_repeats([row(10.0, 12.0, 2.0), row(20.0, 25.0, 3.0), {"status": "failed: x"}])
+    combined = bench_ver_analyse.combine_repeats([row(10.0, 12.0, 2.0), row(20.0, 25.0, 3.0), {"status": "failed: x"}])
     assert combined["mean_sps"] == pytest.approx(15.0)
     assert combined["mean_sps_std"] == pytest.approx(np.std([10.0, 20.0], ddof=1))
     assert combined["max_sps"] == 25.0 and combined["failed_repeats"] == 1
     assert combined["time_s"]["learning"] == pytest.approx(5.0) and combined["measured_steps"] == 200
-    assert bench_ver.combine_repeats([{"status": "failed: x"}])["status"] == "failed: x"
+    assert bench_ver_analyse.combine_repeats([{"status": "failed: x"}])["status"] == "failed: x"

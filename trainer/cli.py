@@ -27,7 +27,8 @@ EXIT_INTERRUPTED = 130
 EPILOG = """\
 overrides (Hydra syntax, key=value; see configs/train_rl.yaml and configs/trainer/*.yaml):
   trainer=ver|nover|sync       collection mode file (or trainer.mode=...)
-  trainer.num_envs=16          env worker processes per rank (N)
+  trainer.num_envs=16          envs per rank (N)
+  trainer.envs_per_worker=4    envs stepped by one worker process (N / K processes per rank)
   trainer.num_steps=128        rollout length T (a rollout is T x N steps)
   trainer.total_steps=1000000  env steps to train for (all ranks together)
   trainer.seed=0 trainer.deterministic=true   exactly repeatable runs (sync mode, CPU)
