@@ -10,8 +10,9 @@ import copy
 
 import numpy as np
 import pytest
+from oracle_runs import run_oracle_episode
 
-from rearrange.env import apply_episode, make_registered_env
+from rearrange.env import apply_episode
 from rearrange.episodes import Episode
 from rearrange.generate import RECEPTACLE_KINDS, generate_episodes, load_generator_config, receptacle_kind
 from rearrange.generate_context import open_state
@@ -131,35 +132,12 @@ def test_shares_config_is_checked(cfg):
     assert all(e.info["receptacle_kind"] == "drawer" for e in generate_episodes("place", "val", 3, seed=0, cfg=only))
 
 
-def _oracle_run(skill: str, ep: Episode) -> tuple[dict, list[str]]:
-    from rearrange.tasks.skill_tasks import SKILL_ENV_IDS, register_skill_envs
-    from skills.oracles.base import select_subset
-    from skills.oracles.factory import make_oracle
-
-    register_skill_envs()
-    env = make_registered_env(SKILL_ENV_IDS[skill], episodes=[ep])
-    oracle = make_oracle(skill)
-    phases: list[str] = []
-    try:
-        env.reset(options={"episode_index": 0})
-        oracle.start(env.sim, env.task.sensor_target)
-        while True:
-            action = select_subset(env.task.action_subsets, oracle.act(env.sim))
-            if not phases or phases[-1] != oracle.phase:
-                phases.append(oracle.phase)
-            _, _, terminated, truncated, info = env.step(action)
-            if terminated or truncated:
-                return info, phases
-    finally:
-        env.close()
-
-
 @pytest.mark.parametrize(("skill", "where"), [("pick", "fridge"), ("place", "drawer")])
 def test_oracle_solves_a_container_episode(skill, where):
     """The first val episode of each with its target on a fridge shelf (pick: in through the open door)
     or going into an open drawer (place: over the drawer's front), solved by the task's own measure."""
     ep = next(e for e in generate_episodes(skill, "val", 10, seed=0) if e.info["receptacle_kind"] == where)
-    info, phases = _oracle_run(skill, ep)
+    info, phases, _ = run_oracle_episode(skill, ep)
     assert info["success"] > 0.5, (ep.episode_id, phases)
     if where == "fridge":
         assert {"drive_in", "drive_out"} <= set(phases)

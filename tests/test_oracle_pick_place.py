@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from oracle_runs import run_oracle_episode
 
-from rearrange.env import make_registered_env
 from rearrange.episodes import episode_from_dict
 from rearrange.layout import generate_layout, layout_seeds
 from rearrange.sim import RearrangeSim
-from rearrange.tasks.skill_tasks import SKILL_ENV_IDS, register_skill_envs
-from skills.oracles.base import select_subset
 from skills.oracles.container import entry_point, inside_height, opening_of
 from skills.oracles.factory import make_oracle, oracle_config
 from skills.oracles.held import held_object_blocked
@@ -63,22 +61,7 @@ PLACE_ON_COUNTER = {
 
 def _run(skill: str, episode: dict, cfg) -> tuple[dict, list[str], object]:
     """One skill episode (a dict as stored in a dataset) run by the oracle: (info, phases, oracle)."""
-    register_skill_envs()
-    env = make_registered_env(SKILL_ENV_IDS[skill], episodes=[episode_from_dict(episode)])
-    oracle = make_oracle(skill, cfg)
-    env.reset(options={"episode_index": 0})
-    oracle.start(env.sim, env.task.sensor_target)
-    phases: list[str] = []
-    try:
-        while True:
-            action = select_subset(env.task.action_subsets, oracle.act(env.sim))
-            if not phases or phases[-1] != oracle.phase:
-                phases.append(oracle.phase)
-            _, _, terminated, truncated, info = env.step(action)
-            if terminated or truncated:
-                return info, phases, oracle
-    finally:
-        env.close()
+    return run_oracle_episode(skill, episode_from_dict(episode), cfg)
 
 
 def test_pick_from_a_high_shelf_backs_away_before_resting(cfg):
