@@ -271,8 +271,7 @@ class RearrangeSim:
     def _obstacle_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Centres, half sizes, cos and sin of yaw of every base obstacle box: walls, furniture
         footprints and the open doors and drawers where they are now (as `moving_part_boxes`)."""
-        open_parts = [self._art_geom_index[n] for n in self.art_names
-                      if abs(self.art_q(n) - self._art_range[n][0]) > 0.02]
+        open_parts = [self._art_geom_index[n] for n in self.open_art_names()]
         if not open_parts:
             return self._obs_c, self._obs_h, self._obs_cos, self._obs_sin
         g = np.concatenate(open_parts)
@@ -537,6 +536,10 @@ class RearrangeSim:
     def art_range(self, name: str) -> tuple[float, float]:
         return self._art_range[name]
 
+    def open_art_names(self, min_open: float = 0.02) -> list[str]:
+        """Articulated containers opened by more than `min_open` (rad or m) from their closed end."""
+        return [n for n in self.art_names if abs(self.art_q(n) - self._art_range[n][0]) > min_open]
+
     def moving_part_boxes(self, min_open: float = 0.02) -> list[Box]:
         """Floor-plan boxes of the articulated parts (door, drawer boxes, handles) where they are now.
 
@@ -546,9 +549,7 @@ class RearrangeSim:
         """
         m, d = self.model, self.data
         boxes: list[Box] = []
-        for name in self.art_names:
-            if abs(self.art_q(name) - self._art_range[name][0]) <= min_open:
-                continue
+        for name in self.open_art_names(min_open):
             for g in self._art_geoms[name]:
                 x = d.geom_xmat[g]
                 boxes.append(Box(f"{name}_{g}", tuple(float(v) for v in d.geom_xpos[g]),

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from collect_runs import collect_through_restart
 
 from trainer.collector import Collector, WorkerFailure
 from trainer.config import compose
@@ -40,15 +41,7 @@ def faulty_collector(tmp_path: Path, kind: str, once: bool = True, fault_step: i
 @pytest.mark.parametrize("kind", ["raise", "exit", "hang"])
 def test_failed_worker_is_restarted_and_its_episode_dropped(tmp_path, kind):
     collector = faulty_collector(tmp_path, kind, worker_timeout_s=1.0)
-    rollouts = []
-    deadline = time.monotonic() + 60
-    try:  # a hung env does not stop VER collection: go on until the restart plus 8 rollouts
-        while len(rollouts) < 10 or (collector.total_restarts == 0 and time.monotonic() < deadline):
-            rollouts.append(collector.collect(len(rollouts)))
-        for _ in range(8):
-            rollouts.append(collector.collect(len(rollouts)))
-    finally:
-        collector.close()
+    rollouts = collect_through_restart(collector, before=10, after=8)
     assert (tmp_path / "fault_marker").exists()
     assert collector.total_restarts == 1
     env_rows = [r.obs["obs"][r.env_ids == FAULT_ENV] for r in rollouts]

@@ -5,12 +5,12 @@ worker's envs."""
 from __future__ import annotations
 
 import functools
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from collect_runs import collect_through_restart
 
 from trainer.cli import make_gym_env
 from trainer.collector import Collector
@@ -118,15 +118,7 @@ def test_a_crashed_worker_restarts_all_its_envs_and_drops_their_episodes(tmp_pat
     torch.manual_seed(0)
     ac = ActorCritic(probe.observation_space, probe.action_space, cfg.policy)
     collector = Collector(env_fn, probe.observation_space, probe.action_space, ac, cfg.trainer, seed=0)
-    rollouts: list[Rollout] = []
-    deadline = time.monotonic() + 60
-    try:
-        while len(rollouts) < 8 or (collector.total_restarts == 0 and time.monotonic() < deadline):
-            rollouts.append(collector.collect(len(rollouts)))
-        for _ in range(6):
-            rollouts.append(collector.collect(len(rollouts)))
-    finally:
-        collector.close()
+    rollouts = collect_through_restart(collector, before=8, after=6)
     assert collector.total_restarts == 1  # one worker process, counted once
     for e in range(4):
         rows = [r.obs["obs"][r.env_ids == e] for r in rollouts]
