@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from trainer.checkpoint import CheckpointError
 from trainer.config import exit_with_error
 
 EVAL_CFG = {"bootstrap_samples": 1000, "ci": 0.95}
@@ -129,6 +130,11 @@ def main(argv: list[str] | None = None) -> None:
         exit_with_error(f"{run} has no metrics.jsonl (not a train-skill run directory)")
     if args.episodes < 1 or args.every < 1 or args.workers < 1:
         exit_with_error("--episodes, --every and --workers must be >= 1")
+    from rearrange.episodes import SPLITS
+    from trainer.config import unknown_choice
+
+    if args.split not in SPLITS:
+        exit_with_error(unknown_choice("split", args.split, SPLITS))
     chosen = ckpts[:: args.every]
     if chosen[-1] != ckpts[-1]:
         chosen.append(ckpts[-1])
@@ -138,8 +144,14 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, dict[str, Any]] = {}
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         futures = {pool.submit(evaluate_checkpoint, str(c), args.episodes, args.split, args.seed): c for c in chosen}
-        for fut in tqdm(futures, desc="checkpoints", file=sys.stderr):
-            results[str(futures[fut])] = fut.result()
+        with tqdm(total=len(futures), desc="checkpoints", file=sys.stderr) as bar:
+            for fut, path in futures.items():
+                try:
+                    results[str(path)] = fut.result()
+                except CheckpointError as exc:  # a corrupt or foreign checkpoint: one line, exit 2
+                    bar.close()
+                    exit_with_error(str(exc).splitlines()[0])
+                bar.update(1)
     points = []
     for c in chosen:
         step = checkpoint_step(c)
