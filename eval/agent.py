@@ -12,6 +12,16 @@ plan is exhausted, the agent first stands still for `agent.settle_steps` steps (
 policy appends wait(30); a placed fruit may still be rolling), then calls stop if the goal holds
 (habitat: the high-level policy ends the episode); if the goal does not hold it re-plans too.
 
+Modes (`AGENT_MODES`, config `agent.mode`): the above is `replan`, the default. `fixed` is
+habitat-lab's TP-SRL with its fixed high-level policy, for numbers comparable with the VER paper:
+the initial plan runs step by step, each skill until its termination predicate or timeout, then the
+next step whatever the simulator shows; no re-planning, and the goal is not checked before the stop
+(after the `settle_steps` wait). After each step named in `agent.fixed_renavigate_after` (default
+open_cab) a nav to the next pick's object or place's goal is inserted (VER paper appendix B, Set
+Table; `planner.fixed_plan`). Each step's effects are still checked, for reporting only: the failed
+skill is the first call whose effects did not hold (or the active one if the episode ended first).
+In both modes a plan step is grounded when it starts (a nav to an object goes to where it is now).
+
 Agent types (`AGENT_TYPES`):
 - `oracle`: planner + scripted oracle controllers (`skills.oracles`), the TP-SPA-style baseline;
 - `tp-srl`: planner + learned skill policies, navigation included;
@@ -25,7 +35,6 @@ ends the skill; the agent sends the env's stop once, at the end.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,16 +44,22 @@ from typing import Any, Protocol
 import numpy as np
 
 from eval.metrics import EpisodeRecord
-from planner.grounding import SkillCall, SkillTarget, ground_action
+from eval.skill_library import CheckpointMissing as CheckpointMissing
+from eval.skill_library import LearnedSkills
+from eval.skill_library import PolicyController as PolicyController
+from eval.skill_library import resolve_checkpoints as resolve_checkpoints
+from planner.fixed_plan import fixed_steps, renavigate_after
+from planner.grounding import SKILL_OF_ACTION, SkillCall, SkillTarget, ground_action
 from planner.predicates import SymbolicInputs, load_planner_cfg
 from planner.problem import build_planner
 from planner.search import GroundAction, PlanningError, replan
-from rearrange.actions import ACTION_DIM, ACTION_SLICES, expand_action
+from rearrange.actions import ACTION_DIM, ACTION_SLICES
 from rearrange.sensors import SensorTarget, observe
 from rearrange.tasks.skill_tasks import load_skill_config
 from skills.definitions import SkillDef, SkillMonitor, get_skill
 
 AGENT_TYPES = ("oracle", "tp-srl", "tp-srl-nonav")
+AGENT_MODES = ("replan", "fixed")
 STOP = ACTION_SLICES["stop"].start
 GRIP = ACTION_SLICES["grip"].start
 # what the termination predicates read (skills.definitions); computed every step for every agent
@@ -94,35 +109,6 @@ class OracleController:
         return np.asarray(self.oracle.act(sim), dtype=np.float64).reshape(ACTION_DIM)
 
 
-class PolicyController:
-    """A learned skill policy (`skills.policy.SkillPolicy`) behind the controller interface.
-
-    Like habitat's hrl skills, the grip is forced on once a pick holds its object and forced off
-    once a place has released it, so a noisy grip output cannot undo the skill's effect.
-    """
-
-    def __init__(self, policy: Any) -> None:
-        self.policy = policy
-        self.skill: SkillDef = policy.skill
-        self.target = SensorTarget()
-        self._released = False
-
-    def start(self, sim: Any, target: SensorTarget) -> None:
-        self.policy.reset()
-        self.target = target
-        self._released = False
-
-    def act(self, sim: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray:
-        full = expand_action(self.skill.action_subsets, self.policy.act(obs))
-        if self.skill.name == "pick" and self.target.object is not None and sim.grasped == self.target.object:
-            full[GRIP] = 1.0
-        if self.skill.name == "place":
-            self._released |= sim.grasped is None
-            if self._released:
-                full[GRIP] = -1.0
-        return full
-
-
 def grip_disabled(skill: SkillDef) -> bool:
     """The env ignores the grip entry (keeps the grasp state) for skills without a grip output and
     for the close skills (habitat `disable_grip`)."""
@@ -147,66 +133,6 @@ class OracleSkills:
         if skill not in self._cache:
             self._cache[skill] = OracleController(get_skill(skill), make_oracle(skill, self.cfg))
         return self._cache[skill]
-
-
-class LearnedSkills:
-    """Skill name -> `PolicyController` from checkpoint files (loaded once, on first use)."""
-
-    def __init__(self, checkpoints: Mapping[str, str | os.PathLike], deterministic: bool = True) -> None:
-        self.paths = {k: Path(v) for k, v in checkpoints.items()}
-        self.deterministic = deterministic
-        self._cache: dict[str, PolicyController] = {}
-
-    def __call__(self, skill: str) -> SkillController:
-        from skills.policy import SkillPolicy
-
-        if skill not in self._cache:
-            if skill not in self.paths:
-                raise CheckpointMissing(f"no checkpoint for skill '{skill}'")
-            policy = SkillPolicy.from_checkpoint(self.paths[skill], deterministic=self.deterministic)
-            if policy.skill.name != skill:
-                raise CheckpointMissing(f"checkpoint {self.paths[skill]} holds skill '{policy.skill.name}', "
-                                        f"not '{skill}'")
-            self._cache[skill] = PolicyController(policy)
-        return self._cache[skill]
-
-    @property
-    def obs_keys(self) -> tuple[str, ...]:
-        """Observation keys the loaded policies read (after `load_all`)."""
-        keys: list[str] = []
-        for c in self._cache.values():
-            keys.extend(k for k in c.policy.obs_keys if k not in keys)
-        return tuple(keys)
-
-    def load_all(self, skills: Sequence[str]) -> None:
-        for s in skills:
-            self(s)
-
-
-class CheckpointMissing(ValueError):
-    """A skill the agent needs has no usable checkpoint; the message is one line."""
-
-
-def resolve_checkpoints(skills: Sequence[str], configured: Mapping[str, Any],
-                        checkpoint_dir: str | os.PathLike | None) -> dict[str, Path]:
-    """Checkpoint path of each skill: `agent.checkpoints.<skill>` if set, else `<dir>/<skill>.pt`.
-
-    `CheckpointMissing` (one line naming the skill and the path) if a file does not exist.
-    """
-    out: dict[str, Path] = {}
-    for skill in skills:
-        value = configured.get(skill)
-        if value is not None:
-            path = Path(str(value))
-        elif checkpoint_dir is not None:
-            path = Path(checkpoint_dir) / f"{skill}.pt"
-        else:
-            raise CheckpointMissing(f"no checkpoint for skill '{skill}': set agent.checkpoints.{skill}=PATH "
-                                    "or pass --checkpoint-dir DIR (with DIR/<skill>.pt)")
-        if not path.is_file():
-            raise CheckpointMissing(f"checkpoint for skill '{skill}' not found: {path}")
-        out[skill] = path
-    return out
 
 
 # ----------------------------------------------------------------------------- episode results
@@ -268,9 +194,12 @@ class HabAgent:
 
     def __init__(self, agent_type: str, skills: Callable[[str], SkillController], max_replans: int,
                  planner_cfg: Mapping[str, Any] | None = None, renavigate: bool = False,
-                 settle_steps: int = 0) -> None:
+                 settle_steps: int = 0, mode: str = "replan",
+                 fixed_renavigate_after: Sequence[str] = ("open_cab",)) -> None:
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
+        if mode not in AGENT_MODES:
+            raise ValueError(f"unknown agent.mode '{mode}'; valid choices: {', '.join(AGENT_MODES)}")
         self.agent_type = agent_type
         self.skills = skills
         self.max_replans = int(max_replans)
@@ -278,6 +207,8 @@ class HabAgent:
         self.use_nav = agent_type != "tp-srl-nonav"
         self.renavigate = bool(renavigate)
         self.settle_steps = int(settle_steps)
+        self.mode = mode
+        self.fixed_renavigate_after = tuple(fixed_renavigate_after)
 
     def executes(self, call_skill: str) -> bool:
         """Whether this agent runs a skill (nonav drops nav steps)."""
@@ -295,6 +226,8 @@ class HabAgent:
         except PlanningError:
             run.end_reason, run.failed = "planner", ("planner", "planner")
             return self._finish(env, run, observer, call_stop=True)
+        if self.mode == "fixed":
+            return self._run_fixed(env, run, planner, plan, observer)
         believed = planner.init
         queue: deque[GroundAction] = deque(plan)
         while True:
@@ -325,6 +258,27 @@ class HabAgent:
                 if not self._replan(run, planner, observed, queue, (call.skill, call_label(call))):
                     break
                 believed = self._replanned_state(planner, observed)
+        return self._finish(env, run, observer, call_stop=True)
+
+    def _run_fixed(self, env: Any, run: _EpisodeRun, planner: Any, plan: Sequence[GroundAction],
+                   observer: StepObserver | None) -> EpisodeOutcome:
+        """Fixed mode: every step of the initial plan in order, then the wait and the stop; effects
+        are checked for the record only (the module docstring)."""
+        task = env.task
+        steps = fixed_steps(planner, renavigate_after(plan, self.fixed_renavigate_after),
+                            unchecked=UNCHECKED_EFFECTS)
+        for step in steps:
+            call = ground_action(step.action, task.problem, SymbolicInputs.from_sim(env.sim))
+            if not self.executes(call.skill):
+                continue
+            if self._run_skill(env, call, run, observer):
+                return self._finish(env, run, observer, call_stop=False)
+            holds = step.expected <= task.symbolic_state(env.sim)
+            run.skill_runs[-1].effects_hold = holds
+            if not holds and run.first_failure is None:
+                run.first_failure = (call.skill, call_label(call))
+        if self.settle_steps > 0 and self._wait(env, run, observer, self.settle_steps):
+            return self._finish(env, run, observer, call_stop=False)
         return self._finish(env, run, observer, call_stop=True)
 
     # ------------------------------------------------------------------ pieces
@@ -437,7 +391,7 @@ class HabAgent:
         else:
             success = bool(run.info.get("success", 0.0) > 0)
         stages = {name: bool(run.info.get(f"stage/{name}", 0.0) > 0) for name in env.task.stage_names}
-        failed = None if success else run.failed
+        failed = None if success else run.first_failure or run.failed
         return EpisodeOutcome(
             episode_id=run.episode_id, success=success, stages=stages,
             failed_skill=None if failed is None else failed[0], failed_call=None if failed is None else failed[1],
@@ -456,6 +410,7 @@ class _EpisodeRun:
     info: Mapping[str, float] = field(default_factory=dict)
     active: tuple[str, str] | None = None
     failed: tuple[str, str] | None = None
+    first_failure: tuple[str, str] | None = None  # fixed mode: the first call whose effects did not hold
     end_reason: str = ""
     skill_runs: list[SkillRun] = field(default_factory=list)
 
@@ -470,8 +425,6 @@ def _subset(skill: SkillDef, full: np.ndarray) -> np.ndarray:
 
 def skills_in_plans(plans: Sequence[Sequence[GroundAction]], agent_type: str) -> list[str]:
     """The skills an agent type needs for these plans, in first-use order."""
-    from planner.grounding import SKILL_OF_ACTION
-
     out: list[str] = []
     for plan in plans:
         for step in plan:
@@ -485,12 +438,39 @@ def skills_in_plans(plans: Sequence[Sequence[GroundAction]], agent_type: str) ->
 
 def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mapping[str, Path] | None = None,
                oracle_cfg: Mapping[str, Any] | None = None) -> HabAgent:
-    """The agent of a type: `oracle` uses the oracle controllers, the `tp-srl` types the checkpoints."""
+    """The agent of a type: `oracle` uses the oracle controllers, the `tp-srl` types the checkpoints.
+
+    ValueError (one line) for an unknown type; `ConfigError` (a ValueError) for a bad `agent` node.
+    """
     if agent_type not in AGENT_TYPES:
         raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
+    check_agent_config(agent_cfg)
     if agent_type == "oracle":
         skills: Callable[[str], SkillController] = OracleSkills(oracle_cfg)
     else:
         skills = LearnedSkills(checkpoints or {}, deterministic=bool(agent_cfg["deterministic"]))
     return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]),
-                    renavigate=bool(agent_cfg["renavigate_after_failure"]), settle_steps=int(agent_cfg["settle_steps"]))
+                    renavigate=bool(agent_cfg["renavigate_after_failure"]), settle_steps=int(agent_cfg["settle_steps"]),
+                    mode=str(agent_cfg.get("mode", "replan")),
+                    fixed_renavigate_after=tuple(agent_cfg.get("fixed_renavigate_after", ("open_cab",))))
+
+
+def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
+    """Validate the `agent` node of configs/eval_hab.yaml; `ConfigError` (one line naming the key and
+    the valid values) on the first problem. Keys added later (`mode`, `fixed_renavigate_after`) may
+    be absent: their defaults apply."""
+    from trainer.config import ConfigError, unknown_choice
+
+    mode = agent_cfg.get("mode", "replan")
+    if mode not in AGENT_MODES:
+        raise ConfigError(unknown_choice("agent.mode", str(mode), AGENT_MODES))
+    for key in ("max_replans", "settle_steps"):
+        value = agent_cfg.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
+    after = agent_cfg.get("fixed_renavigate_after", ())
+    if isinstance(after, str) or not isinstance(after, Sequence):
+        raise ConfigError(f"agent.fixed_renavigate_after must be a list of plan actions; got {after!r}")
+    for name in after:
+        if name not in SKILL_OF_ACTION:
+            raise ConfigError(unknown_choice("agent.fixed_renavigate_after entry", str(name), tuple(SKILL_OF_ACTION)))

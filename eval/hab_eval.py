@@ -13,7 +13,10 @@ with a progress bar, and writes into the output folder:
   skill's target opaque) beside the head depth, with scenario, skill, stage and step overlaid; the
   file name carries the episode id and success.
 
-Settings live in configs/eval_hab.yaml; anything there can be overridden Hydra-style after the flags.
+Learned agents find their checkpoints (`--checkpoint-dir`, `agent.checkpoints.<skill>`, else the shipped
+`checkpoints/`) and get observations with each checkpoint's camera settings through
+eval/skill_library.py. Settings live in configs/eval_hab.yaml; anything there can be overridden
+Hydra-style after the flags.
 """
 
 from __future__ import annotations
@@ -29,10 +32,19 @@ import numpy as np
 
 EXAMPLES = """examples:
   eval-hab --scenario tidy_house --agent oracle --episodes 20 --split val
-  eval-hab --scenario set_table --agent tp-srl --checkpoint-dir runs/skills --episodes 100 --video out/videos
-  eval-hab --scenario prepare_groceries --agent tp-srl-nonav --checkpoint-dir runs/skills_nonav
+  eval-hab --scenario tidy_house --agent tp-srl --episodes 20 --video out/videos   # shipped checkpoints/
+  eval-hab --scenario set_table --agent tp-srl --checkpoint-dir runs/skill --episodes 100   # train-skill runs
+  eval-hab --scenario prepare_groceries --agent tp-srl-nonav --checkpoint-dir ckpts   # ckpts/<skill>.pt
+  eval-hab --scenario set_table --agent tp-srl --mode fixed --episodes 50   # habitat-lab's fixed plan
   eval-hab --scenario tidy_house --episodes 5 agent.max_replans=0 hab_task.max_steps=5000
   eval-hab --scenario set_table --agent tp-srl agent.checkpoints.pick=ckpts/pick.pt --checkpoint-dir ckpts
+
+checkpoints of the learned agents (tp-srl, tp-srl-nonav), per skill: agent.checkpoints.<skill>=PATH (a .pt
+file or a train-skill run folder), else from --checkpoint-dir DIR: DIR/<skill>.pt or the newest
+DIR/<skill>/checkpoints/ckpt_<step>.pt (train-skill's layout: --checkpoint-dir runs/skill); with neither,
+the checkpoints shipped in the repository's checkpoints/<skill>.pt. Each skill observes the env with the
+camera settings it was trained with (its checkpoint's sim.camera.head), so skills trained at different
+depth sizes or backends run together.
 """
 
 TARGET_RGBA = (1.0, 0.2, 0.2, 0.35)
@@ -41,7 +53,7 @@ ACTIVE_ALPHA = 0.9
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from eval.agent import AGENT_TYPES
+    from eval.agent import AGENT_MODES, AGENT_TYPES
     from rearrange.episodes import SCENARIO_KINDS
 
     p = argparse.ArgumentParser(
@@ -53,22 +65,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--scenario", required=True, help=f"one of: {', '.join(SCENARIO_KINDS)}")
     p.add_argument("--agent", default="oracle", help=f"one of: {', '.join(AGENT_TYPES)} (default: oracle)")
+    p.add_argument("--mode", default=None,
+                   help=f"one of: {', '.join(AGENT_MODES)}: re-plan from simulator state after a failed skill, or "
+                   "follow the first plan as planned like habitat-lab's TP-SRL (default: agent.mode, replan)")
     p.add_argument("--episodes", type=int, default=None, help="number of episodes (default: eval.episodes)")
     p.add_argument("--split", default=None, help="train or val (default: eval.split)")
     p.add_argument("--seed", type=int, default=None, help="episode generation seed (default: eval.seed)")
     p.add_argument("--episodes-file", default=None, help="a scenario dataset .json(.gz) instead of generating")
     p.add_argument("--video", default=None, metavar="DIR", help="write one MP4 per episode into DIR")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help="folder for results.json and stages.png (default: eval.out_dir/<scenario>_<agent>)")
+                   help="folder for results.json and stages.png (default: eval.out_dir/<scenario>_<agent>, with _fixed in fixed mode)")
     p.add_argument("--checkpoint-dir", default=None, metavar="DIR",
-                   help="learned skills: DIR/<skill>.pt unless agent.checkpoints.<skill> is set")
+                   help="learned skills' checkpoints: DIR/<skill>.pt or the newest "
+                        "DIR/<skill>/checkpoints/ckpt_<step>.pt, e.g. runs/skill (default: the shipped "
+                        "checkpoints/<skill>.pt; agent.checkpoints.<skill>=PATH wins)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("overrides", nargs="*", help="Hydra overrides of configs/eval_hab.yaml, e.g. agent.max_replans=1")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from eval.agent import AGENT_TYPES
+    from eval.agent import AGENT_TYPES, check_agent_config
     from rearrange.episodes import SCENARIO_KINDS, SPLITS
     from trainer.config import ConfigError, compose, exit_with_error, to_plain, unknown_choice
 
@@ -78,7 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.agent not in AGENT_TYPES:
         exit_with_error(unknown_choice("agent", args.agent, AGENT_TYPES))
     try:
-        cfg = to_plain(compose("eval_hab", args.overrides))
+        mode = [] if args.mode is None else [f"agent.mode={args.mode}"]
+        cfg = to_plain(compose("eval_hab", [*args.overrides, *mode]))
+        check_agent_config(cfg["agent"])
     except ConfigError as exc:
         exit_with_error(str(exc))
     ev = cfg["eval"]
@@ -90,7 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_with_error(f"--episodes must be >= 1, got {count}")
     seed = int(args.seed if args.seed is not None else ev["seed"])
     episodes_file = args.episodes_file if args.episodes_file is not None else ev["episodes_file"]
-    out_dir = Path(args.out) if args.out else Path(str(ev["out_dir"])) / f"{args.scenario}_{args.agent}"
+    suffix = "" if cfg["agent"]["mode"] == "replan" else f"_{cfg['agent']['mode']}"
+    out_dir = Path(args.out) if args.out else Path(str(ev["out_dir"])) / f"{args.scenario}_{args.agent}{suffix}"
 
     episodes = load_scenario_episodes(args.scenario, split, count, seed, episodes_file)
     try:
@@ -154,8 +174,9 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
     """Run the agent on every episode; returns the results dict (see the module docstring)."""
     from tqdm import tqdm
 
-    from eval.agent import CheckpointMissing, make_agent, resolve_checkpoints, skills_in_plans
+    from eval.agent import make_agent, skills_in_plans
     from eval.metrics import aggregate
+    from eval.skill_library import CheckpointMissing, ObservationMismatch, resolve_checkpoints
     from rearrange.env import RearrangeEnv
     from rearrange.tasks.hab import HabTask
     from trainer.checkpoint import CheckpointError
@@ -163,6 +184,7 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
     plans = initial_plans(scenario, episodes)
     needed = skills_in_plans(plans, agent_type)
     obs_keys: tuple[str, ...] = ()
+    sim_cfg = cfg.get("sim")  # the env's simulator; a learned agent's head camera comes from its checkpoints
     checkpoints = None
     if agent_type != "oracle":
         try:
@@ -173,11 +195,12 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
     if agent_type != "oracle":
         try:
             agent.skills.load_all(needed)  # type: ignore[attr-defined]
-        except (CheckpointError, CheckpointMissing) as exc:
+            sim_cfg = agent.skills.serve_observations(sim_cfg)  # type: ignore[attr-defined]
+        except (CheckpointError, CheckpointMissing, ObservationMismatch) as exc:
             raise UsageError(str(exc)) from None
         obs_keys = agent.skills.obs_keys  # type: ignore[attr-defined]
     vcfg = cfg["video"]
-    env = RearrangeEnv(HabTask(scenario, cfg, obs_keys=obs_keys), episodes, episode_order="cycle",
+    env = RearrangeEnv(HabTask(scenario, cfg, obs_keys=obs_keys), episodes, sim_cfg=sim_cfg, episode_order="cycle",
                        render_width=int(vcfg["width"]), render_height=int(vcfg["height"]))
     env.reset(seed=seed)
     outcomes = []
@@ -206,6 +229,7 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
     return {
         "scenario": scenario,
         "agent": agent_type,
+        "mode": cfg["agent"]["mode"],
         "split": split,
         "seed": seed,
         "checkpoints": None if checkpoints is None else {k: str(v) for k, v in checkpoints.items()},
@@ -240,13 +264,13 @@ def write_outputs(result: Mapping[str, Any], out_dir: Path) -> None:
 
     write_json_atomic(out_dir / "results.json", result)
     if result["stage_success"]:
-        title = f"{result['scenario']} ({result['agent']}, {result['num_episodes']} episodes)"
+        title = f"{result['scenario']} ({result['agent']}, {result['mode']} mode, {result['num_episodes']} episodes)"
         plot_stage_success(result["stage_success"], out_dir / "stages.png", title=title)
 
 
 def print_summary(result: Mapping[str, Any], out_dir: Path) -> None:
     s = result["success"]
-    print(f"{result['scenario']} / {result['agent']}: success {s['mean']:.3f} "
+    print(f"{result['scenario']} / {result['agent']} ({result['mode']} mode): success {s['mean']:.3f} "
           f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}] over {result['num_episodes']} episodes")
     stages = ", ".join(f"{k} {v['mean']:.2f}" for k, v in result["stage_success"].items())
     print(f"stage success (progressive): {stages}")

@@ -1,15 +1,18 @@
 """`eval-skill`: evaluate one skill (a trained checkpoint or its oracle) on episodes of its skill task.
 
+    eval-skill --skill pick --episodes 100                  # the shipped checkpoints/pick.pt
     eval-skill --skill pick --oracle --episodes 100 --split val
-    eval-skill --skill pick --checkpoint runs/pick/ckpt.pt --episodes 100 --video out/
+    eval-skill --skill pick --checkpoint runs/skill/pick --episodes 100 --video out/   # newest ckpt_<step>.pt
 
 Runs N episodes of the skill's Gymnasium env (`rearrange/<Skill>-v0`, episodes generated from the
 split unless `--episodes-file` is given), and writes a JSON results file (atomically): the success
 rate with a 95% bootstrap interval, every per-step measure's final value averaged over episodes
 (also with intervals), and one row per episode. `--video DIR` writes one MP4 per episode: the
 third-person RGB view next to the head depth, with skill, step, reward and success written below;
-the file name carries the episode id and success. Bad inputs (unknown skill, missing or corrupt
-checkpoint or episode file, a checkpoint of another skill) exit with a one-line error and code 2.
+the file name carries the episode id and success. A checkpoint is evaluated in the skill env it was
+trained in (its config's skill and sim nodes: base movement, camera backend and size). Bad inputs
+(unknown skill, missing or corrupt checkpoint or episode file, a checkpoint of another skill, no shipped
+checkpoint for the skill, observations its env cannot give) exit with a one-line error and code 2.
 """
 
 from __future__ import annotations
@@ -33,10 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="eval-skill",
         description="Evaluate a skill (trained checkpoint or oracle controller) on its skill task: success "
-                    "rate with a 95%% bootstrap interval, per-measure means, optional MP4 videos.")
+                    "rate with a 95% bootstrap interval, per-measure means, optional MP4 videos. Without "
+                    "--checkpoint or --oracle, the checkpoint shipped in the repository (checkpoints/<skill>.pt).")
     p.add_argument("--skill", required=True, help=f"skill to evaluate, one of: {', '.join(SKILLS)}")
-    agent = p.add_mutually_exclusive_group(required=True)
-    agent.add_argument("--checkpoint", metavar="PATH", help="a train-skill checkpoint (.pt)")
+    agent = p.add_mutually_exclusive_group()
+    agent.add_argument("--checkpoint", metavar="PATH",
+                       help="a train-skill checkpoint (.pt), or a train-skill run folder for its newest "
+                            "checkpoints/ckpt_<step>.pt (default: the shipped checkpoints/<skill>.pt)")
     agent.add_argument("--oracle", action="store_true", help="use the skill's scripted oracle controller")
     p.add_argument("--episodes", type=int, default=None, metavar="N", help="number of episodes (default 100)")
     p.add_argument("--split", default=None, help="episode split, train or val (default val)")
@@ -162,6 +168,26 @@ def _load_agent(args: argparse.Namespace, skill: str, deterministic: bool) -> An
     return PolicyAgent(policy)
 
 
+def _checkpoint_path(skill: str, given: str | None) -> Path:
+    """The checkpoint to evaluate: `--checkpoint` (a file, or a run folder's newest checkpoint), else the
+    shipped `checkpoints/<skill>.pt`; a one-line error (exit 2) if there is none."""
+    from eval.skill_library import SHIPPED_CHECKPOINTS, checkpoint_at, shipped_checkpoint
+
+    if given is not None:
+        found = checkpoint_at(given)
+        if found is None and Path(given).is_dir():
+            exit_with_error(f"checkpoint not found: run folder {given} holds no ckpt_<step>.pt "
+                            "(nor does its checkpoints/)")
+        if found is None:
+            exit_with_error(f"checkpoint not found: {given}")
+        return found
+    found = shipped_checkpoint(skill)
+    if found is None:
+        exit_with_error(f"no checkpoint for skill '{skill}': none shipped (no {SHIPPED_CHECKPOINTS / f'{skill}.pt'}); "
+                        "pass --checkpoint PATH (a .pt file or a train-skill run folder) or --oracle")
+    return found
+
+
 def _episodes(args: argparse.Namespace, skill: str, split: str, count: int, seed: int) -> list:
     from rearrange.episodes import SPLITS, EpisodeFileError, load_episodes
 
@@ -188,8 +214,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.skill not in SKILLS:
         exit_with_error(unknown_choice("skill", args.skill, SKILLS))
-    if args.checkpoint is not None and not Path(args.checkpoint).is_file():
-        exit_with_error(f"checkpoint not found: {args.checkpoint}")
+    if not args.oracle:
+        args.checkpoint = str(_checkpoint_path(args.skill, args.checkpoint))
     try:
         cfg = to_plain(compose("eval_skill", args.overrides))
     except ConfigError as exc:
@@ -206,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     agent = _load_agent(args, args.skill, bool(ev["deterministic"]))
     episodes = _episodes(args, args.skill, split, count, seed)
 
-    env = _make_env(agent, args.skill, episodes)
+    env = _make_env(agent, args.skill, episodes, args.checkpoint)
     env.reset(seed=seed)
 
     out = Path(args.out or ev["out"] or f"runs/eval_skill/{args.skill}_{agent.name}.json")
@@ -250,16 +276,26 @@ def main(argv: Sequence[str] | None = None) -> None:
           f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}] over {s['n']} episodes -> {out}")
 
 
-def _make_env(agent: Any, skill: str, episodes: list) -> Any:
+def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = None) -> Any:
     """The skill env: a trained policy gets the task and sim settings it was trained with (its
-    checkpoint's config: camera size, base movement...), the oracle the registered skill env."""
+    checkpoint's config: camera backend and size, base movement...), the oracle the registered skill env.
+    A checkpoint whose observations that env cannot give is a one-line error (exit 2)."""
+    from eval.skill_library import ObservationMismatch, check_observations
     from rearrange.env import RearrangeEnv, make_registered_env
     from rearrange.tasks.skill_tasks import SKILL_ENV_IDS, make_skill_task, register_skill_envs
 
     if isinstance(agent, PolicyAgent):
         config = agent.policy.config
-        return RearrangeEnv(make_skill_task(config["skill"]), episodes, sim_cfg=config.get("sim"),
-                            episode_order="cycle")
+        try:
+            env = RearrangeEnv(make_skill_task(config["skill"]), episodes, sim_cfg=config.get("sim"),
+                               episode_order="cycle")
+            check_observations(f"checkpoint {checkpoint}", agent.policy, env.observation_space)
+        except KeyError as exc:
+            exit_with_error(f"checkpoint {checkpoint}: its config lacks {exc}")
+        except ValueError as exc:  # ObservationMismatch, or a sim config the env rejects (camera backend ...)
+            msg = str(exc).strip().splitlines()[0]
+            exit_with_error(msg if isinstance(exc, ObservationMismatch) else f"checkpoint {checkpoint}: {msg}")
+        return env
     register_skill_envs()
     return make_registered_env(SKILL_ENV_IDS[skill], episodes=episodes, episode_order="cycle")
 

@@ -8,7 +8,9 @@
   30 fps in yuv420p (plays in browsers and players); frames are padded with black to a multiple
   of 16 pixels (the codec's macro-block size) instead of being rescaled. Frames go to a hidden
   temporary file in the same folder, renamed to `path` on a clean close; on an exception the
-  temporary file is removed and an existing `path` stays untouched.
+  temporary file is removed and an existing `path` stays untouched. The finished file gets the
+  mode of a plainly created one (0644 under the usual umask 022; `mkstemp` alone gives 0600), so
+  that others can read it.
 - `video_filename(scenario, episode_id, success)`: e.g. `tidy_house_ep0003_success=1.mp4`.
 """
 
@@ -28,6 +30,13 @@ from PIL import Image, ImageDraw, ImageFont
 
 VIDEO_FPS = 30  # habitat-baselines video_fps
 MACRO_BLOCK = 16
+
+
+def default_file_mode() -> int:
+    """The mode `open()` would give a new file here: 0o666 less the process umask."""
+    mask = os.umask(0)  # the umask can only be read by setting it; put it straight back
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def video_filename(scenario: str, episode_id: str | int, success: bool, ext: str = ".mp4") -> str:
@@ -173,6 +182,7 @@ class VideoWriter:
             raise
         self._writer = None
         assert self._tmp is not None
+        os.chmod(self._tmp, default_file_mode())  # mkstemp made it 0600
         os.replace(self._tmp, self.path)
         self._tmp = None
         self._finished = True

@@ -4,10 +4,13 @@ Each sensor is a function `(sim, target) -> np.ndarray` (float32) plus a gymnasi
 (`sensor_space(name, sim_cfg)`). `SensorTarget` holds what a task points the sensors at: the target
 object, its goal position, the articulated handle and the navigation goal. Relative positions are
 expressed with the ee as origin and the robot base frame's axes (x forward, y left, z up).
+`HeadCamera` is a sim config's head depth camera; `head_depth_as(sim, camera)` renders or ray-casts
+another camera's depth image from a sim (skills trained with other camera sizes in one episode).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -182,14 +185,76 @@ def camera_settings(sim_cfg: Mapping[str, Any] | None) -> tuple[tuple[int, int],
     Keys missing from `sim_cfg` (or no `sim_cfg`) come from `configs/sim/default.yaml`. Both depth
     backends (`camera.head.backend`: render, raycast) give this shape; an unknown backend is a ValueError.
     """
-    from rearrange.raycast import check_depth_backend
-
-    cam = dict(_default_head_camera())
-    cam.update(((sim_cfg or {}).get("camera", {}) or {}).get("head", {}) or {})
-    check_depth_backend(str(cam["backend"]))
-    return (int(cam["height"]), int(cam["width"])), float(cam["max_depth"])
+    cam = HeadCamera.from_sim_cfg(sim_cfg)
+    return (cam.height, cam.width), cam.max_depth
 
 
+@dataclass(frozen=True)
+class HeadCamera:
+    """The head depth camera of a sim config (`camera.head`; missing keys from configs/sim/default.yaml).
+
+    A sim builds its head camera's pose and field of view into the model (`fovy_deg`, `tilt_deg`, and
+    `near` for rendering); `head_depth_as` gives another camera's image from the same model, so a
+    skill trained with another size, max depth or backend can run on a sim built for a different one.
+    """
+
+    backend: str  # render | raycast
+    width: int
+    height: int
+    max_depth: float
+    fovy_deg: float
+    tilt_deg: float
+    near: float
+
+    @classmethod
+    def from_sim_cfg(cls, sim_cfg: Mapping[str, Any] | None) -> HeadCamera:
+        """The head camera of `sim_cfg`; ValueError (one line) for an unknown backend."""
+        from rearrange.raycast import check_depth_backend
+
+        cam = dict(_default_head_camera())
+        cam.update(((sim_cfg or {}).get("camera", {}) or {}).get("head", {}) or {})
+        return cls(backend=check_depth_backend(str(cam["backend"])), width=int(cam["width"]),
+                   height=int(cam["height"]), max_depth=float(cam["max_depth"]), fovy_deg=float(cam["fovy_deg"]),
+                   tilt_deg=float(cam["tilt_deg"]), near=float(cam["near"]))
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """Shape of its head_depth observation, (height, width, 1)."""
+        return (self.height, self.width, 1)
+
+    def as_cfg(self) -> dict[str, Any]:
+        """The `camera.head` node of this camera (for a sim config)."""
+        return {"backend": self.backend, "width": self.width, "height": self.height, "max_depth": self.max_depth,
+                "fovy_deg": self.fovy_deg, "tilt_deg": self.tilt_deg, "near": self.near}
+
+    def unservable_by(self, sim_camera: HeadCamera) -> str | None:
+        """Why a sim built with `sim_camera` cannot give this camera's depth image (None: it can).
+
+        Size, max depth and backend can differ; field of view and tilt are built into the model, and so
+        is the near plane of rendered depth, whose far plane is 4 x the sim camera's max_depth.
+        """
+        for name in ("fovy_deg", "tilt_deg"):
+            if getattr(self, name) != getattr(sim_camera, name):
+                return (f"camera.head.{name}={getattr(self, name):g} but the env's head camera has "
+                        f"{getattr(sim_camera, name):g} (only backend, width, height and max_depth may differ)")
+        if self.backend == "render" and self.near != sim_camera.near:
+            return (f"rendered depth with camera.head.near={self.near:g} but the env's head camera has "
+                    f"{sim_camera.near:g}")
+        if self.backend == "render" and self.max_depth > 4.0 * sim_camera.max_depth:
+            return (f"rendered depth to camera.head.max_depth={self.max_depth:g}, beyond the env's far plane "
+                    f"({4.0 * sim_camera.max_depth:g} m)")
+        return None
+
+
+def head_depth_as(sim: Any, camera: HeadCamera) -> np.ndarray:
+    """The head_depth observation `camera` would give, from `sim`'s head camera (whose own settings stay
+    unchanged); check `camera.unservable_by(...)` against the sim's camera first."""
+    if camera.backend == "raycast":
+        return sim.raycast_head_depth(camera.width, camera.height, camera.max_depth)
+    return sim.render_head_depth(camera.width, camera.height, camera.max_depth)
+
+
+@functools.lru_cache(maxsize=1)
 def _default_head_camera() -> Mapping[str, Any]:
     from pathlib import Path
 

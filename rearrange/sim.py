@@ -149,7 +149,7 @@ class RearrangeSim:
         self._renderer: SceneRenderer | None = None
         self._navmap: NavMap | None = None
         self._head_cam = fixed_camera(m, robot_mjcf.HEAD_CAMERA)
-        self._raycaster: HeadDepthRaycaster | None = None
+        self._raycasters: dict[tuple[int, int, float], HeadDepthRaycaster] = {}  # (w, h, max_depth)
         self._arm_target = self.REST_ARM_QPOS.copy()
         self._base_xy = np.zeros(2)
         self._base_yaw = 0.0
@@ -618,24 +618,36 @@ class RearrangeSim:
             return self.raycast_head_depth()
         return self.render_head_depth()
 
-    def raycast_head_depth(self) -> np.ndarray:
-        """Head camera depth by ray casting (`rearrange.raycast`), as `render_head_depth` without GL."""
-        if self._raycaster is None:
-            c = self.cfg["camera"]["head"]
+    def _head_size(
+        self, width: int | None, height: int | None, max_depth: float | None
+    ) -> tuple[int, int, float]:
+        c = self.cfg["camera"]["head"]
+        return (
+            int(c["width"] if width is None else width),
+            int(c["height"] if height is None else height),
+            float(c["max_depth"] if max_depth is None else max_depth),
+        )
+
+    def raycast_head_depth(
+        self, width: int | None = None, height: int | None = None, max_depth: float | None = None
+    ) -> np.ndarray:
+        """Head camera depth by ray casting (`rearrange.raycast`), as `render_head_depth` without GL.
+        Size and max depth default to `camera.head`'s; others (another skill's camera) leave it as is."""
+        key = self._head_size(width, height, max_depth)
+        caster = self._raycasters.get(key)
+        if caster is None:
             # rays start at the camera, just in front of the head box it is mounted on: never see the head
             head = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "head_pan")
-            self._raycaster = HeadDepthRaycaster(
-                self.model, robot_mjcf.HEAD_CAMERA, int(c["width"]), int(c["height"]), float(c["max_depth"]),
-                exclude_body=head,
-            )
-        return self._raycaster.depth(self.data)
+            caster = HeadDepthRaycaster(self.model, robot_mjcf.HEAD_CAMERA, *key, exclude_body=head)
+            self._raycasters[key] = caster
+        return caster.depth(self.data)
 
-    def render_head_depth(self) -> np.ndarray:
-        """Head camera depth, (H, W, 1) float32 metres clipped to [0, camera.head.max_depth]."""
-        c = self.cfg["camera"]["head"]
-        return self._get_renderer().depth(
-            self.data, self._head_cam, int(c["width"]), int(c["height"]), float(c["max_depth"])
-        )
+    def render_head_depth(
+        self, width: int | None = None, height: int | None = None, max_depth: float | None = None
+    ) -> np.ndarray:
+        """Head camera depth, (H, W, 1) float32 metres clipped to [0, max_depth]; size and max depth
+        default to `camera.head`'s (the far plane stays 4 x camera.head.max_depth)."""
+        return self._get_renderer().depth(self.data, self._head_cam, *self._head_size(width, height, max_depth))
 
     def render_third_rgb(
         self, width: int, height: int, marks: Sequence[tuple[Sequence[float], Sequence[float]]] = ()

@@ -138,7 +138,7 @@ def test_checkpoint_resolution(tmp_path):
     with pytest.raises(CheckpointMissing, match=r"skill 'place' not found: .*place\.pt"):
         resolve_checkpoints(["pick", "place"], {}, tmp_path)
     with pytest.raises(CheckpointMissing, match="--checkpoint-dir"):
-        resolve_checkpoints(["nav"], {"nav": None}, None)
+        resolve_checkpoints(["nav"], {"nav": None}, None, shipped_dir=tmp_path / "none_shipped")
 
 
 def test_unknown_agent_type():

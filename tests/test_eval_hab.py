@@ -7,6 +7,7 @@ import json
 import imageio.v2 as iio
 import pytest
 from PIL import Image
+from skill_checkpoints import untrained_checkpoint
 
 from eval.hab_eval import main
 
@@ -29,6 +30,10 @@ def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path):
     assert "train, val" in err
     err = _fails(capsys, ["--scenario", "tidy_house", "--out", str(tmp_path), "agent.no_such_key=1"])
     assert "override" in err
+    err = _fails(capsys, ["--scenario", "tidy_house", "--out", str(tmp_path), "--mode", "sometimes"])
+    assert "agent.mode" in err and "replan, fixed" in err
+    err = _fails(capsys, ["--scenario", "tidy_house", "--out", str(tmp_path), "agent.max_replans=-1"])
+    assert "agent.max_replans" in err
     err = _fails(capsys, ["--scenario", "set_table", "--agent", "tp-srl", "--episodes", "1",
                           "--checkpoint-dir", str(tmp_path / "ckpts"), "--out", str(tmp_path)])
     assert "checkpoint for skill 'nav' not found" in err and str(tmp_path / "ckpts" / "nav.pt") in err
@@ -91,30 +96,11 @@ def test_video_has_one_frame_per_step(tmp_path):
     assert frames[0].shape[1] >= 2 * 96  # RGB and depth side by side
 
 
-def _untrained_checkpoint(path, skill: str) -> None:
-    """A skill checkpoint in the train-skill format, with freshly initialised weights."""
-    from rearrange.actions import action_space
-    from rearrange.sensors import camera_settings, observation_space
-    from skills.definitions import get_skill
-    from trainer.checkpoint import save_checkpoint
-    from trainer.config import compose, to_plain
-    from trainer.networks import ActorCritic
-
-    cfg = to_plain(compose("train_skill", [f"skill={skill}"]))
-    definition = get_skill(skill)
-    depth_shape, max_depth = camera_settings(cfg["sim"])
-    obs_space = observation_space(definition.obs_keys, depth_shape, max_depth)
-    act_space = action_space(definition.action_subsets)
-    model = ActorCritic(obs_space, act_space, cfg["policy"])
-    save_checkpoint(path, {"model": model.state_dict(), "config": cfg, "obs_space": obs_space,
-                           "action_space": act_space})
-
-
 @pytest.mark.parametrize("agent", ["tp-srl", "tp-srl-nonav"])
 def test_learned_agents_run_skill_checkpoints(tmp_path, agent):
     ckpts = tmp_path / "ckpts"
     for skill in ("nav", "pick", "place"):
-        _untrained_checkpoint(ckpts / f"{skill}.pt", skill)
+        untrained_checkpoint(ckpts / f"{skill}.pt", skill)
     out = tmp_path / "out"
     assert main(["--scenario", "prepare_groceries", "--agent", agent, "--episodes", "1", "--out", str(out),
                  "--checkpoint-dir", str(ckpts), "--no-progress", "hab_task.max_steps=12"]) == 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import stat
+
 import imageio.v2 as iio
 import numpy as np
 import pytest
@@ -69,3 +72,15 @@ def test_video_error_keeps_existing_file(tmp_path):
     with pytest.raises(ValueError, match="no frames"), VideoWriter(tmp_path / "empty.mp4"):
         pass
     assert not (tmp_path / "empty.mp4").exists()
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640)])
+def test_video_file_mode_follows_umask(tmp_path, umask, mode):
+    """Not mkstemp's 0600: others can read the video (as far as the umask allows)."""
+    old = os.umask(umask)
+    try:
+        with VideoWriter(tmp_path / "v.mp4") as vw:
+            vw.append(_frame(0))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "v.mp4").stat().st_mode) == mode

@@ -1,0 +1,269 @@
+"""Learned skills for the HAB agent: finding their checkpoints, loading them, serving their observations.
+
+Checkpoints (`resolve_checkpoints`), per skill, the first of:
+1. `agent.checkpoints.<skill>=PATH`: a checkpoint file, or a `train-skill` run folder (its newest checkpoint);
+2. `--checkpoint-dir DIR`: `DIR/<skill>.pt`, else the newest `DIR/<skill>/checkpoints/ckpt_<step>.pt`
+   (`train-skill` writes there, by default under `runs/skill/<skill>/`, so `--checkpoint-dir runs/skill`
+   evaluates the latest state of every skill's run);
+3. neither given: the checkpoint shipped in the repository, `checkpoints/<skill>.pt` (`SHIPPED_CHECKPOINTS`).
+Nothing found is a `CheckpointMissing` whose one line names the skill, what was searched and how to pass one.
+
+Observations (`LearnedSkills.serve_observations`): each checkpoint's config holds the `sim` node it was
+trained with. The HAB env gets the head camera that most of the loaded depth-reading skills were trained
+with; a skill trained with another camera (size, max depth, render or ray-cast) gets its `head_depth`
+from its controller, rendered or ray-cast from the sim state with its own camera
+(`rearrange.sensors.head_depth_as`), and every other observation from the env. So skills trained with
+different sensors run together in one episode. What cannot be served (a sensor the env does not have,
+an unknown backend, another field of view or tilt, a shape unlike the checkpoint's observation space)
+is an `ObservationMismatch` with one line, raised when the skills are loaded, before any episode runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rearrange.actions import ACTION_SLICES, expand_action
+from rearrange.sensors import SENSOR_NAMES, SENSORS, HeadCamera, SensorTarget, head_depth_as, sensor_space
+from skills.definitions import SkillDef
+
+GRIP = ACTION_SLICES["grip"].start
+# the trained skills that ship with the repository: checkpoints/<skill>.pt (found from this file, not the cwd)
+SHIPPED_CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
+
+Sensor = Callable[[Any, SensorTarget], np.ndarray]
+
+
+class CheckpointMissing(ValueError):
+    """A skill the agent needs has no usable checkpoint; the message is one line."""
+
+
+class ObservationMismatch(ValueError):
+    """A skill's observations cannot be served as it was trained; the message is one line."""
+
+
+# ----------------------------------------------------------------------------- controllers
+
+
+class PolicyController:
+    """A learned skill policy (`skills.policy.SkillPolicy`) behind the controller interface.
+
+    Like habitat's hrl skills, the grip is forced on once a pick holds its object and forced off
+    once a place has released it, so a noisy grip output cannot undo the skill's effect.
+    `own_sensors` (set by `LearnedSkills.serve_observations`) are observations the controller computes
+    itself, from the sim, instead of taking the env's (head depth with the skill's own camera).
+    """
+
+    def __init__(self, policy: Any, own_sensors: Mapping[str, Sensor] | None = None) -> None:
+        self.policy = policy
+        self.skill: SkillDef = policy.skill
+        self.own_sensors: dict[str, Sensor] = dict(own_sensors or {})
+        self.target = SensorTarget()
+        self._released = False
+
+    def start(self, sim: Any, target: SensorTarget) -> None:
+        self.policy.reset()
+        self.target = target
+        self._released = False
+
+    def act(self, sim: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        if self.own_sensors:
+            obs = {**obs, **{k: f(sim, self.target) for k, f in self.own_sensors.items()}}
+        full = expand_action(self.skill.action_subsets, self.policy.act(obs))
+        if self.skill.name == "pick" and self.target.object is not None and sim.grasped == self.target.object:
+            full[GRIP] = 1.0
+        if self.skill.name == "place":
+            self._released |= sim.grasped is None
+            if self._released:
+                full[GRIP] = -1.0
+        return full
+
+
+class LearnedSkills:
+    """Skill name -> `PolicyController` from checkpoint files (loaded once, on first use)."""
+
+    def __init__(self, checkpoints: Mapping[str, str | os.PathLike], deterministic: bool = True) -> None:
+        self.paths = {k: Path(v) for k, v in checkpoints.items()}
+        self.deterministic = deterministic
+        self._cache: dict[str, PolicyController] = {}
+        self._env_camera: HeadCamera | None = None  # set by serve_observations
+
+    def __call__(self, skill: str) -> PolicyController:
+        from skills.policy import SkillPolicy
+
+        if skill not in self._cache:
+            if skill not in self.paths:
+                raise CheckpointMissing(f"no checkpoint for skill '{skill}'")
+            policy = SkillPolicy.from_checkpoint(self.paths[skill], deterministic=self.deterministic)
+            if policy.skill.name != skill:
+                raise CheckpointMissing(f"checkpoint {self.paths[skill]} holds skill '{policy.skill.name}', "
+                                        f"not '{skill}'")
+            self._cache[skill] = PolicyController(policy)
+            if self._env_camera is not None:  # loaded after the env was set up (a skill only a re-plan uses)
+                self._serve(skill, self._env_camera)
+        return self._cache[skill]
+
+    @property
+    def obs_keys(self) -> tuple[str, ...]:
+        """Observation keys the loaded policies read (after `load_all`)."""
+        keys: list[str] = []
+        for c in self._cache.values():
+            keys.extend(k for k in c.policy.obs_keys if k not in keys)
+        return tuple(keys)
+
+    def load_all(self, skills: Sequence[str]) -> None:
+        for s in skills:
+            self(s)
+
+    def serve_observations(self, sim_cfg: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The env's sim config for the loaded skills, with each controller set up to get its observations.
+
+        `sim_cfg` (None: configs/sim/default.yaml) with `camera.head` replaced by the head camera that most
+        loaded skills reading `head_depth` were trained with (ties: the first loaded). Controllers of
+        skills trained with another camera compute their head depth themselves. `ObservationMismatch`
+        (one line) for a skill whose observations cannot be served; see the module docstring.
+        """
+        readers = [name for name, c in self._cache.items() if "head_depth" in c.policy.obs_keys]
+        cameras = {name: self._camera(name) for name in readers}
+        env_sim = copy.deepcopy(dict(sim_cfg or {}))
+        if cameras:
+            chosen = Counter(cameras.values()).most_common(1)[0][0]
+            camera = dict(env_sim.get("camera") or {})
+            camera["head"] = {**(camera.get("head") or {}), **chosen.as_cfg()}
+            env_sim["camera"] = camera
+        try:
+            env_camera = HeadCamera.from_sim_cfg(env_sim)
+        except ValueError as exc:
+            raise ObservationMismatch(f"the HAB env's sim config: {exc}") from None
+        for name in self._cache:
+            self._serve(name, env_camera)
+        self._env_camera = env_camera
+        return env_sim
+
+    def _serve(self, name: str, env_camera: HeadCamera) -> None:
+        """Set up one loaded controller for an env whose head camera is `env_camera`."""
+        controller = self._cache[name]
+        where = f"skill {name} ({self.paths[name]})"
+        own: dict[str, Sensor] = {}
+        for key in controller.policy.obs_keys:
+            if key not in SENSORS:
+                raise ObservationMismatch(f"{where} reads observation '{key}', which the HAB env has no "
+                                          f"sensor for (sensors: {', '.join(SENSOR_NAMES)})")
+            shape = sensor_space(key, (env_camera.height, env_camera.width), env_camera.max_depth).shape
+            camera = self._camera(name) if key == "head_depth" else env_camera
+            if camera != env_camera:
+                why = camera.unservable_by(env_camera)
+                if why is not None:
+                    raise ObservationMismatch(f"{where}: its head_depth cannot be served next to the other "
+                                              f"skills': {why}")
+                own[key] = functools.partial(_head_depth_sensor, camera)
+                shape = camera.shape
+            check_shape(where, key, shape, controller.policy.spaces[key].shape)
+        controller.own_sensors = own
+
+    def _camera(self, skill: str) -> HeadCamera:
+        """The head camera a loaded skill was trained with (its checkpoint's `sim.camera.head`)."""
+        try:
+            return HeadCamera.from_sim_cfg(self._cache[skill].policy.config.get("sim"))
+        except ValueError as exc:
+            raise ObservationMismatch(f"skill {skill} ({self.paths[skill]}): {exc}") from None
+
+
+def _head_depth_sensor(camera: HeadCamera, sim: Any, target: SensorTarget) -> np.ndarray:
+    return head_depth_as(sim, camera)
+
+
+def check_shape(where: str, key: str, served: tuple[int, ...], trained: tuple[int, ...]) -> None:
+    """`ObservationMismatch` (one line) if observation `key` would be served with another shape than the
+    policy was trained on."""
+    if tuple(served) != tuple(trained):
+        hint = " (check the checkpoint's sim.camera.head width/height)" if key == "head_depth" else ""
+        raise ObservationMismatch(f"{where}: observation '{key}' would have shape {tuple(served)}, but the "
+                                  f"policy was trained on {tuple(trained)}{hint}")
+
+
+def check_observations(where: str, policy: Any, obs_space: Any) -> None:
+    """`ObservationMismatch` (one line) unless an env with Dict space `obs_space` gives every observation
+    `policy` reads, with the shape it was trained on."""
+    missing = [k for k in policy.obs_keys if k not in obs_space.spaces]
+    if missing:
+        raise ObservationMismatch(f"{where} reads {', '.join(missing)}, which its env does not observe "
+                                  f"(env observations: {', '.join(obs_space.spaces)})")
+    for key in policy.obs_keys:
+        check_shape(where, key, obs_space.spaces[key].shape, policy.spaces[key].shape)
+
+
+# ----------------------------------------------------------------------------- finding checkpoints
+
+
+def newest_in_run(run_dir: str | os.PathLike) -> Path | None:
+    """The newest `ckpt_<step>.pt` of a train-skill run folder (in its `checkpoints/`, or in it)."""
+    from trainer.checkpoint import latest_checkpoint
+
+    run = Path(run_dir)
+    return latest_checkpoint(run / "checkpoints") or latest_checkpoint(run)
+
+
+def checkpoint_at(path: str | os.PathLike) -> Path | None:
+    """`path` if it is a file, the newest checkpoint if it is a train-skill run folder, else None."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    return newest_in_run(path) if path.is_dir() else None
+
+
+def shipped_checkpoint(skill: str, shipped_dir: str | os.PathLike | None = None) -> Path | None:
+    """The shipped checkpoint `<shipped_dir>/<skill>.pt` (default: SHIPPED_CHECKPOINTS), or None."""
+    path = Path(SHIPPED_CHECKPOINTS if shipped_dir is None else shipped_dir) / f"{skill}.pt"
+    return path if path.is_file() else None
+
+
+def find_in_dir(skill: str, checkpoint_dir: str | os.PathLike) -> Path:
+    """`DIR/<skill>.pt`, else the newest checkpoint of the train-skill run `DIR/<skill>/`; else
+    `CheckpointMissing` naming both places."""
+    flat = Path(checkpoint_dir) / f"{skill}.pt"
+    if flat.is_file():
+        return flat
+    run = Path(checkpoint_dir) / skill
+    found = newest_in_run(run)
+    if found is not None:
+        return found
+    where = f"{run / 'checkpoints'} holds no ckpt_<step>.pt" if run.is_dir() else f"no run folder {run}"
+    raise CheckpointMissing(f"checkpoint for skill '{skill}' not found: no {flat}, and {where} "
+                            f"(or set agent.checkpoints.{skill}=PATH)")
+
+
+def resolve_checkpoints(skills: Sequence[str], configured: Mapping[str, Any],
+                        checkpoint_dir: str | os.PathLike | None,
+                        shipped_dir: str | os.PathLike | None = None) -> dict[str, Path]:
+    """Checkpoint path of each skill: `agent.checkpoints.<skill>`, else found in `checkpoint_dir`, else
+    (no dir given) the shipped one; see the module docstring. `CheckpointMissing` (one line) otherwise."""
+    out: dict[str, Path] = {}
+    for skill in skills:
+        value = configured.get(skill)
+        if value is not None:
+            found = checkpoint_at(str(value))
+            if found is None:
+                raise CheckpointMissing(f"checkpoint for skill '{skill}' not found: {value} (agent.checkpoints."
+                                        f"{skill}: a .pt file or a train-skill run folder)")
+            out[skill] = found
+        elif checkpoint_dir is not None:
+            out[skill] = find_in_dir(skill, checkpoint_dir)
+        else:
+            found = shipped_checkpoint(skill, shipped_dir)
+            if found is None:
+                shipped = Path(SHIPPED_CHECKPOINTS if shipped_dir is None else shipped_dir) / f"{skill}.pt"
+                raise CheckpointMissing(
+                    f"no checkpoint for skill '{skill}': none shipped (no {shipped}); "
+                    f"pass --checkpoint-dir DIR (DIR/{skill}.pt or a train-skill run "
+                    f"DIR/{skill}/checkpoints/) "
+                    f"or agent.checkpoints.{skill}=PATH")
+            out[skill] = found
+    return out
