@@ -30,7 +30,7 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,24 +38,13 @@ import gymnasium as gym
 import numpy as np
 
 from eval.metrics import write_json_atomic
+from trainer import bench_venv
+from trainer.bench_venv import last_line as _last_line
+from trainer.bench_venv import repo_root as _repo_root
 
-READY_MARKER = ".bench-ready.json"
-
-
-class SampleFactoryUnavailable(RuntimeError):
-    """The SF venv could not be built or checked; the message is the one-line reason."""
-
-
-def _repo_root() -> Path:
-    return Path(__file__).resolve().parents[1]
-
-
-def _last_line(text: str, markers: Sequence[str] = ("ERROR", "Error", "error")) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for line in reversed(lines):
-        if any(m in line for m in markers):
-            return line[-300:]
-    return lines[-1][-300:] if lines else "no output"
+SampleFactoryUnavailable = bench_venv.VenvUnavailable  # the SF venv could not be built or checked
+SF_IMPORT_CHECK = ("import sample_factory, faster_fifo, mujoco, hydra, scipy, numpy, gymnasium, torch; "
+                   "assert int(numpy.__version__.split('.')[0]) < 2, numpy.__version__")
 
 
 # ----------------------------------------------------------------------------- host side
@@ -63,39 +52,9 @@ def _last_line(text: str, markers: Sequence[str] = ("ERROR", "Error", "error")) 
 
 def ensure_venv(sf_cfg: Mapping[str, Any], root: Path | None = None) -> Path:
     """The SF venv's python, building the venv on first use; SampleFactoryUnavailable(reason) if impossible."""
-    root = root or _repo_root()
-    venv = (root / str(sf_cfg["venv"])).resolve()
-    python = venv / "bin" / "python"
-    requirements = [list(group) for group in sf_cfg["requirements"]]
-    marker = venv / READY_MARKER
-    if python.exists() and marker.exists():
-        try:
-            if json.loads(marker.read_text(encoding="utf-8")).get("requirements") == requirements:
-                return python
-        except (OSError, ValueError):
-            pass
-    timeout = float(sf_cfg["install_timeout_s"])
-    base = str(sf_cfg.get("python") or sys.executable)
-    print(f"  sample_factory: building its venv at {venv} (first use; a few minutes) ...", file=sys.stderr)
-    steps = [[base, "-m", "venv", str(venv)]]
-    steps += [[str(python), "-m", "pip", "install", "--quiet", *group] for group in requirements]
-    for cmd in steps:
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except FileNotFoundError as exc:
-            raise SampleFactoryUnavailable(f"cannot run {cmd[0]}: {exc}") from None
-        except subprocess.TimeoutExpired:
-            raise SampleFactoryUnavailable(f"'{' '.join(cmd[-3:])}' took longer than {timeout:.0f} s") from None
-        if proc.returncode != 0:
-            what = " ".join(cmd[4:]) if "pip" in cmd else "python -m venv"
-            raise SampleFactoryUnavailable(f"installing {what} failed: {_last_line(proc.stderr + proc.stdout)}")
-    check = ("import sample_factory, faster_fifo, mujoco, hydra, scipy, numpy, gymnasium, torch; "
-             "assert int(numpy.__version__.split('.')[0]) < 2, numpy.__version__")
-    proc = subprocess.run([str(python), "-c", check], capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise SampleFactoryUnavailable(f"the SF venv does not import: {_last_line(proc.stderr)}")
-    write_json_atomic(marker, {"requirements": requirements})
-    return python
+    venv = (root or _repo_root()) / str(sf_cfg["venv"])
+    return bench_venv.ensure_venv(venv, sf_cfg["requirements"], check=SF_IMPORT_CHECK, label="sample_factory",
+                                  python=sf_cfg.get("python"), install_timeout_s=float(sf_cfg["install_timeout_s"]))
 
 
 def sf_model_arguments(sf_cfg: Mapping[str, Any], policy: Mapping[str, Any]) -> tuple[list[str], dict | None, str]:

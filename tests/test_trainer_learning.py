@@ -1,4 +1,4 @@
-"""End to end: VER training solves a classic control task (slow; runs in CI)."""
+"""End to end: VER training solves a classic control task with either policy (slow; runs in CI)."""
 
 from __future__ import annotations
 
@@ -27,11 +27,17 @@ CARTPOLE_SETTINGS = [
     "trainer.ppo.entropy.coef=0.01",
 ]
 RETURN_THRESHOLD = 200.0  # a random policy scores about 22
+# The same settings train the feed-forward policy (configs/policy/mlp_ff.yaml: separate 256-256 tanh actor
+# and critic, observation normalisation, rows sampled independently): issue 12 asks for >= 200 in 50k steps.
+# Measured 2026-11-23 (loaded 2-core machine): a 5-update mean of 200 first reached at 7.7k (seed 1) and
+# 11.3k steps (seed 2), 500 at the end on both.
+POLICIES = ["mlp", "mlp_ff"]
 
 
 @pytest.mark.slow
-def test_ver_learns_cartpole_within_50k_steps(tmp_path):
-    cfg = compose("train_rl", [*CARTPOLE_SETTINGS, f"output_dir={tmp_path}"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_ver_learns_cartpole_within_50k_steps(tmp_path, policy):
+    cfg = compose("train_rl", [*CARTPOLE_SETTINGS, f"policy={policy}", f"output_dir={tmp_path}"])
     summary = train(cfg, functools.partial(make_gym_env, env_id="CartPole-v1"))
     assert summary["env_steps"] <= 51_000
     lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]

@@ -19,6 +19,12 @@ Bootstrap value: for an env in flight it is the value its in-flight row already 
 waiting with an observation it is computed at the end of the rollout; both with the policy that
 collected the rollout (before the update). It is 0 where the env's last row ended an episode.
 
+Reward normalisation (`trainer.ppo.normalize_reward`): every env's discounted return is kept in
+`EnvStates.discounted_return`; the rewards of each batch of answers are divided by the running std
+of those returns (`RewardScaler.scale`) before they are recorded; the return restarts at 0 after
+an episode's last step (terminated or truncated, as SB3's VecNormalize) and after every reset (a
+resumed run starts new episodes, so only the statistics, saved by PPO, carry over).
+
 Time limits: a step that ended its episode by truncation (not termination) gets
 `gamma * V(final observation)` added to its reward when its answer arrives, with the env's
 recurrent state after that step and the current policy (one batched value call per poll); the row
@@ -44,6 +50,7 @@ import torch
 from trainer.env_worker import EnvFn, Failed, Ready, WorkerPool
 from trainer.inference import Inference, batch_limits, select_batch, should_act
 from trainer.networks import ActorCritic
+from trainer.normalization import RewardScaler
 from trainer.preemption import StepIntervals
 from trainer.rollout import Rollout
 from trainer.shared_buffers import TransferBuffers, action_layout
@@ -67,6 +74,7 @@ class CollectStats:
     rollout_time: float = 0.0
     inference_time: float = 0.0
     wait_time: float = 0.0
+    env_step_time: float = 0.0  # seconds the workers spent stepping envs (summed over workers; they overlap)
     num_batches: int = 0
     batch_size_sum: int = 0
     batch_size_min: int = 0
@@ -91,6 +99,7 @@ class EnvStates:
     last_answer: np.ndarray  # float, time of the env's last answer in this rollout (NaN: none yet)
     created: np.ndarray  # int64, rows created in this rollout
     completed: np.ndarray  # int64, step answers received in this rollout
+    discounted_return: np.ndarray  # float64, gamma-discounted return of the episode so far (reward scaling)
 
     @classmethod
     def initial(cls, hidden: torch.Tensor) -> EnvStates:
@@ -99,7 +108,7 @@ class EnvStates:
                    episode_start=np.ones(n, dtype=bool), episode_count=np.zeros(n, dtype=np.int64),
                    step_id=np.zeros(n, dtype=np.int64), reset_generation=np.zeros(n, dtype=np.int64),
                    last_answer=np.full(n, np.nan), created=np.zeros(n, dtype=np.int64),
-                   completed=np.zeros(n, dtype=np.int64))
+                   completed=np.zeros(n, dtype=np.int64), discounted_return=np.zeros(n))
 
 
 class WorkerFailure(RuntimeError):
@@ -119,7 +128,9 @@ class Collector:
         seed: int,
         rank: int = 0,
         device: torch.device | str = "cpu",
+        reward_scaler: RewardScaler | None = None,
     ) -> None:
+        """`reward_scaler`: scale rewards by the running std of the discounted return (None: raw rewards)."""
         mode = str(cfg["mode"])
         if mode not in MODES:
             raise ValueError(f"unknown trainer.mode '{mode}'; valid choices: {', '.join(MODES)}")
@@ -148,6 +159,7 @@ class Collector:
         self.max_failures_in_row = int(cfg["max_worker_failures_in_row"])
         self.seed, self.rank = int(seed), int(rank)
         self.actor_critic = actor_critic
+        self.reward_scaler = reward_scaler
 
         self.buffers = TransferBuffers(obs_space, action_space, n)
         self._reward = self.buffers.reward.numpy()  # numpy views of the shared rows
@@ -208,6 +220,7 @@ class Collector:
         st.episode_count[envs] += 1
         st.step_id[envs] = 0
         st.episode_start[envs] = True
+        st.discounted_return[envs] = 0.0
         st.hidden[torch.from_numpy(envs)] = 0.0
         st.ready[envs] = False
         self.pool.reset(envs, seeds)
@@ -263,6 +276,7 @@ class Collector:
         steps = [ev for ev in answers if ev.command == "step"]
         for ev in steps:
             self.failures_in_row[ev.worker] = 0
+            self._stats.env_step_time += ev.seconds
             if self.auto_wait:  # answers to steps only: a reset after a (re)start includes building the env
                 self._env_step_times.append(ev.seconds / len(ev.envs))
         if self.auto_wait and steps:
@@ -284,6 +298,11 @@ class Collector:
         rewards = self._reward[envs]  # copies (fancy indexing of the shared rows)
         truncated = self._truncated[envs]
         done = self._terminated[envs] | truncated
+        if self.reward_scaler is not None:
+            returns = st.discounted_return
+            returns[envs] = self.reward_scaler.gamma * returns[envs] + rewards
+            rewards = self.reward_scaler.scale(returns[envs], rewards)
+            returns[envs[done]] = 0.0
         if truncated.any():
             cut = envs[truncated]
             t0 = time.monotonic()

@@ -215,6 +215,8 @@ def check_ppo(p: _Node, rows_per_rank: int) -> None:
     p.boolean("normalize_advantage")
     p.boolean("normalize_value")
     p.number("value_norm_beta", 0, 1)
+    p.boolean("normalize_reward", optional=True)
+    p.number("reward_norm_clip", 0, low_open=True, optional=True)
     p.boolean("use_importance_weights")
     p.number("max_grad_norm", 0, low_open=True)
     p.number("lr", 0, low_open=True)

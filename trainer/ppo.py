@@ -31,6 +31,11 @@ computed in normalised units and `ActorCritic.set_value_normalization` rescales 
 that value outputs (in reward units) are preserved. Recommended when returns are much larger than
 ~10: the LSTM is shared by actor and critic and saturates when it must produce large values.
 
+Reward normalisation (`normalize_reward`, off by default): the collector divides rewards by the
+running std of the discounted return (`ppo.reward_scaler`, a `trainer.normalization.RewardScaler`,
+clipped to +-`reward_norm_clip`, as SB3's VecNormalize and CleanRL); `update` merges the rollout's
+return statistics of every rank (`stats_sync`) before the epochs, and `state_dict` saves them.
+
 Observation normalisation (`policy.obs_norm`): before the epochs, `update` merges the rollout's
 vector observations into the model's running statistics (`ActorCritic.update_obs_normalization`),
 so that the epochs and the next rollout use them. Mini-batches: VER sequences for a recurrent
@@ -39,9 +44,10 @@ policy, independently sampled rows for a feed-forward one (`ActorCritic.is_recur
 Distributed training: pass `grad_sync(params)`; it is called after `backward()` and before
 gradient clipping with every trainable parameter (the model's and `log_alpha` when learned), all
 of which have a `.grad`, and must average those gradients across ranks in place. With
-`normalize_value` or `policy.obs_norm`, also pass `stats_sync(tensor)`, which must average a
-float64 CPU tensor across ranks in place (all-reduce sum / world size; used for the return moments
-and the observation moments, so that every rank keeps identical statistics).
+`normalize_value`, `normalize_reward` or `policy.obs_norm`, also pass `stats_sync(tensor)`, which
+must average a float64 CPU tensor across ranks in place (all-reduce sum / world size; used for the
+return moments, the observation moments and the discounted-return moments of reward scaling, so that
+every rank keeps identical statistics).
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from trainer.entropy import entropy_coefficient_from_config
 from trainer.gae import compute_gae
 from trainer.minibatch import MiniBatch, build_minibatches, build_row_minibatches
 from trainer.networks import ActorCritic
+from trainer.normalization import RewardScaler
 from trainer.rollout import Rollout
 
 GradSync = Callable[[Iterable[nn.Parameter]], None]
@@ -102,6 +109,10 @@ class PPO:
         self.stats_sync = stats_sync
         self.return_moments = torch.tensor([0.0, 1.0], dtype=torch.float64)  # running E[R], E[R^2]
         self.max_seq_len = max_seq_len  # longest LSTM sequence in a mini-batch (the trainer passes T)
+        # the collector scales rewards with it (trainer.train hands it over); None: raw rewards
+        self.reward_scaler: RewardScaler | None = None
+        if bool(ppo_cfg.get("normalize_reward", False)):
+            self.reward_scaler = RewardScaler(self.gamma, clip=float(ppo_cfg.get("reward_norm_clip", 10.0)))
 
         device = next(actor_critic.parameters()).device
         self.entropy_coef = entropy_coefficient_from_config(ppo_cfg["entropy"], actor_critic.action_space).to(
@@ -137,6 +148,7 @@ class PPO:
             "total_updates": self.total_updates,
             "generator": self.generator.get_state(),
             "return_moments": self.return_moments.clone(),
+            **({"reward_scaler": self.reward_scaler.state_dict()} if self.reward_scaler is not None else {}),
         }
 
     def load_state_dict(self, state: Mapping) -> None:
@@ -146,6 +158,8 @@ class PPO:
         self.total_updates = int(state["total_updates"])
         self.generator.set_state(state["generator"])
         self.return_moments = state["return_moments"].clone()
+        if self.reward_scaler is not None and "reward_scaler" in state:  # absent: a run that had it off
+            self.reward_scaler.load_state_dict(state["reward_scaler"])
 
     # ------------------------------------------------------------------ the update
     def update(self, rollout: Rollout) -> dict[str, float]:
@@ -165,6 +179,8 @@ class PPO:
             if self.normalize_value:
                 self._update_value_normalization(returns)
             ac.update_obs_normalization(rollout.obs, self.stats_sync)
+            if self.reward_scaler is not None:  # the rewards are scaled already; this serves the next rollout
+                self.reward_scaler.sync(self.stats_sync)
             value_mean, value_std = ac.value_mean.clone(), ac.value_std.clone()
 
         lr = self.lr_at(self.num_updates)

@@ -2,6 +2,7 @@
 
     summary = train(cfg, env_fn)                       # cfg: trainer.*, policy.*, output_dir
     summary = train(cfg, env_fn, resume="runs/x")      # continue from the newest checkpoint there
+    summary = train(cfg, env_fn, on_episodes=f)        # f(episodes, env_steps) after every update (rank 0)
 
 `env_fn(index) -> gymnasium.Env` must be picklable (a top-level function or a functools.partial);
 it is called once in the main process (index 0) to read the observation and action spaces, then
@@ -29,6 +30,7 @@ import signal
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -184,7 +186,7 @@ def _build(cfg: DictConfig, env_fn: EnvFn, info: DistInfo, out: Path) -> _Run:
     )
     seed_everything(rank_seed(seed, info.rank))
     collector = Collector(env_fn, obs_space, action_space, actor_critic, tcfg, seed=seed, rank=info.rank,
-                          device=info.device)
+                          device=info.device, reward_scaler=ppo.reward_scaler)
     return _Run(cfg=cfg, info=info, out=out, obs_space=obs_space, action_space=action_space,
                 actor_critic=actor_critic, ppo=ppo, collector=collector, rows_per_rank=rows_per_rank,
                 total_steps=total_steps)
@@ -317,6 +319,7 @@ def _iteration_metrics(it: _Iteration, iter_time: float, sps_average: float, cou
         "perf/learn_time": it.learn_time,
         "perf/inference_time": s.inference_time,
         "perf/env_wait_time": s.wait_time,
+        "perf/env_step_time": s.env_step_time,
         "perf/rollout_rows": len(it.rollout),
         "perf/learn_rows": it.learn_rows,
         "perf/steps_per_env_min": float(s.steps_per_env.min()),
@@ -339,8 +342,14 @@ def _iteration_metrics(it: _Iteration, iter_time: float, sps_average: float, cou
 
 
 def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = None,
-          output_dir: str | os.PathLike | None = None) -> dict:
-    """Train `cfg.policy` on `env_fn` with `cfg.trainer`; returns a summary dict (see `_summary`)."""
+          output_dir: str | os.PathLike | None = None,
+          on_episodes: Callable[[list[dict], int], None] | None = None) -> dict:
+    """Train `cfg.policy` on `env_fn` with `cfg.trainer`; returns a summary dict (see `_summary`).
+
+    `on_episodes(episodes, env_steps)` is called on rank 0 after every update with the episodes that
+    finished in it (all ranks; each a dict with `return`, the raw env return, `length`, `env`, ...)
+    and the env steps collected so far (benchmarks record learning curves with it).
+    """
     check_config(cfg)
     tcfg = cfg.trainer
     info = init_distributed(str(tcfg.device))
@@ -379,6 +388,8 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
                 counters.worker_restarts += int(it.totals.worker_restarts)
                 pending_episodes.extend(it.episodes)
                 recent_returns.extend(ep["return"] for ep in it.episodes)
+                if on_episodes is not None and info.is_main:
+                    on_episodes(it.episodes, counters.env_steps)
 
                 iter_time = time.monotonic() - t_iter
                 sps = (counters.env_steps - start_steps) / max(time.monotonic() - start_time, 1e-9)
