@@ -4,7 +4,8 @@ Cells are free when the robot base (a disc of `robot_radius`) centred there over
 box of `layout.obstacles_2d()` and stays inside `layout.bounds`. Only the largest 8-connected free
 component is navigable, so every navigable point can reach every other one. Geodesic distances are
 shortest paths on the 8-connected grid (scipy.sparse.csgraph.dijkstra; diagonal moves only where
-both side cells are free), one distance field per goal cell, cached.
+both side cells are free), one distance field per goal cell, cached; `region_distance_field` gives
+the distance to the nearest of many cells (a reach region) from one multi-source dijkstra.
 """
 
 from __future__ import annotations
@@ -205,6 +206,37 @@ class NavMap:
         if a_cell is None or b_cell is None:
             return float("inf")
         return float(self._field_for_cell(b_cell)[a_cell])
+
+    def region_distance_field(self, xy: Sequence[float], radius: float) -> np.ndarray:
+        """Geodesic distance (metres) from every cell to the nearest navigable cell whose centre lies
+        within `radius` (horizontal) of `xy`; inf off the navigable area.
+
+        One multi-source dijkstra (`min_only`) over all those cells; when none lies within `radius`,
+        the single navigable cell nearest to `xy` is the source. Not cached (a target point is rarely
+        asked for twice); read it with `field_at`.
+        """
+        c = np.asarray(xy[:2], dtype=np.float64)
+        r, res = float(radius), self.resolution
+        lo = np.maximum(np.floor((c - r - self.origin) / res).astype(int), 0)
+        hi = np.minimum(np.ceil((c + r - self.origin) / res).astype(int) + 1, self.shape)
+        ii, jj = np.nonzero(self.largest_component_mask[lo[0]:hi[0], lo[1]:hi[1]])
+        ii, jj = ii + lo[0], jj + lo[1]
+        centres = self.origin + (np.stack([ii, jj], axis=1) + 0.5) * res
+        keep = np.linalg.norm(centres - c, axis=1) <= r
+        nodes = self._node_of[ii[keep], jj[keep]]
+        if len(nodes) == 0:
+            cell = self.snap_cell(c, max_dist=float("inf"))
+            assert cell is not None  # the largest component is never empty
+            nodes = np.array([self._node_of[cell]])
+        d = csgraph.dijkstra(self._graph, directed=False, indices=nodes, min_only=True)
+        field = np.full(self.shape, np.inf)
+        field[self._cells[:, 0], self._cells[:, 1]] = d
+        return field
+
+    def field_at(self, field: np.ndarray, xy: Sequence[float]) -> float:
+        """`field`'s value at the cell of `xy`, or at the navigable cell nearest to it (O(1))."""
+        cell = self.snap_cell(xy, max_dist=float("inf"))
+        return float("inf") if cell is None else float(field[cell])
 
     def reachable(self, a_xy: Sequence[float], b_xy: Sequence[float]) -> bool:
         """True if a path exists between a and b (after snapping within `snap`)."""

@@ -3,7 +3,9 @@
 Reward per step: slack; dist_reward x decrease of ee->object before the grasp and of ee->rest after
 it; pick_reward once on grasping the target; wrong_pick_pen on grasping anything else (ends);
 drop_pen when the held target is lost (ends); contact-force penalty and force termination;
-success_reward when successful. Success: holding the target with the ee within
+success_reward when successful. Optional (deviation, `approach_reward` > 0): approach_reward x decrease
+of the geodesic base distance to the navigable points within `approach_reach` of the object, until the
+first grasp of the target (`rearrange.tasks.approach`). Success: holding the target with the ee within
 `ee_resting_threshold` of the resting position; the episode ends on success.
 """
 
@@ -16,6 +18,7 @@ import numpy as np
 
 from rearrange.episodes import Episode
 from rearrange.sensors import target_from_episode
+from rearrange.tasks.approach import ApproachShaping, check_approach_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
 from rearrange.tasks.skill_base import SkillTask, ee_to_rest
@@ -28,6 +31,7 @@ class PickTask(SkillTask):
         super().__init__(cfg)
         self.block_release = bool(cfg["block_release"])
         self.dist = DistanceDelta(self.reward_cfg["dist_reward"])
+        self.approach = ApproachShaping(*check_approach_cfg(self.reward_cfg, self.name))
         self.target: str | None = None
         self.prev_grasped: str | None = None
         self.picked_once = False
@@ -43,6 +47,9 @@ class PickTask(SkillTask):
         if self.force is not None:
             self.force.reset()
         self.dist.reset(self._distance(sim))
+        self.approach.reset(sim, sim.object_pos(self.target))
+        if sim.grasped == self.target:
+            self.approach.stop()
 
     def _distance(self, sim: Any) -> float:
         if sim.grasped == self.target:
@@ -60,6 +67,7 @@ class PickTask(SkillTask):
             if not self.picked_once:
                 terms["pick"] = float(r["pick_reward"])
                 self.picked_once = True
+            self.approach.stop()  # the base has arrived: no approach term after the grasp
             self.dist.reset(None)  # the distance switches to ee->rest: no delta this step
             if self.block_release:
                 self.grip_disabled = True
@@ -75,6 +83,7 @@ class PickTask(SkillTask):
             info["dropped"] = 1.0
         self.prev_grasped = grasped
         terms["dist"] = self.dist(self._distance(sim))
+        terms["approach"] = self.approach(sim)
         terminated |= self._force_step(sim, terms, info)
         rest = ee_to_rest(sim)
         success = grasped == self.target and rest < float(self.success_cfg["ee_resting_threshold"])

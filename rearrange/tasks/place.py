@@ -5,7 +5,10 @@ Reward per step: slack; dist_reward x decrease of object->goal while the object 
 from the goal (not paid closer than `min_dist_to_goal`), x decrease of ee->rest after a release at
 the goal; place_reward once on releasing within `obj_at_goal_threshold` of the goal; drop_pen and the
 end of the episode for a release elsewhere; contact-force penalty and force termination;
-success_reward when successful. Success: not holding, object at the goal, ee at rest.
+success_reward when successful. Optional (deviation, `approach_reward` > 0): approach_reward x
+decrease of the geodesic base distance to the navigable points within `approach_reach` of the goal,
+while the object is held, until the first release (`rearrange.tasks.approach`). Success: not
+holding, object at the goal, ee at rest.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 
 from rearrange.episodes import Episode
 from rearrange.sensors import target_from_episode
+from rearrange.tasks.approach import ApproachShaping, check_approach_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
 from rearrange.tasks.skill_base import SkillTask, ee_to_rest, holding_object
@@ -29,6 +33,7 @@ class PlaceTask(SkillTask):
         super().__init__(cfg)
         self.block_regrasp = bool(cfg["block_regrasp"])
         self.dist = DistanceDelta(self.reward_cfg["dist_reward"])
+        self.approach = ApproachShaping(*check_approach_cfg(self.reward_cfg, self.name))
         self.target: str | None = None
         self.goal = np.zeros(3)
         self.released = False
@@ -46,6 +51,9 @@ class PlaceTask(SkillTask):
             self.force.reset()
         self.mode = "object"
         self.dist.reset(self._obj_to_goal(sim))
+        self.approach.reset(sim, self.goal)
+        if sim.grasped != self.target:
+            self.approach.stop()
 
     def _obj_to_goal(self, sim: Any) -> float:
         return norm(sim.object_pos(self.target) - self.goal)
@@ -61,6 +69,7 @@ class PlaceTask(SkillTask):
         at_goal = obj_to_goal < thresh
         if not self.released and not held:
             self.released = True
+            self.approach.stop()  # no approach term after the release
             if self.block_regrasp:
                 self.grip_disabled = True
             if at_goal:
@@ -79,6 +88,7 @@ class PlaceTask(SkillTask):
             terms["dist"] = dist_term if obj_to_goal >= float(r["min_dist_to_goal"]) else 0.0
         else:
             terms["dist"] = self.dist(ee_to_rest(sim))
+        terms["approach"] = self.approach(sim)
         terminated |= self._force_step(sim, terms, info)
         success = (not holding_object(sim)) and at_goal and ee_to_rest(sim) < float(
             self.success_cfg["ee_resting_threshold"])

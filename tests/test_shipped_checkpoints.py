@@ -1,0 +1,64 @@
+"""The policies shipped in checkpoints/: each loads, is the skill its file name says, and acts in its
+own skill env (built from the checkpoint's config, as eval-skill does) for a few steps with finite
+actions in range. Guards the shipped files against simulator, sensor and network changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eval.skill_library import SHIPPED_CHECKPOINTS
+from rearrange.env import RearrangeEnv
+from rearrange.generate import generate_episodes
+from rearrange.tasks.skill_tasks import make_skill_task
+from skills.policy import SkillPolicy
+
+SHIPPED = sorted(SHIPPED_CHECKPOINTS.glob("*.pt"))
+
+
+def test_some_policy_is_shipped():
+    assert SHIPPED, f"no checkpoints in {SHIPPED_CHECKPOINTS}"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_shipped_checkpoint_loads_and_steps_in_its_skill_env(path):
+    policy = SkillPolicy.from_checkpoint(path)
+    assert policy.skill.name == path.stem
+    assert path.stat().st_size < 10 * 2**20  # small enough for git
+    episodes = generate_episodes(policy.skill.name, "val", 1, 0)
+    env = RearrangeEnv(make_skill_task(policy.config["skill"]), episodes, sim_cfg=policy.config.get("sim"))
+    try:
+        obs, _ = env.reset(seed=0)
+        assert set(policy.obs_keys) <= set(obs)
+        for _ in range(3):
+            action = policy.act(obs)
+            assert action.shape == (policy.skill.action_dim,) and np.all(np.isfinite(action))
+            obs, reward, terminated, truncated, _ = env.step(action)
+            assert np.isfinite(reward)
+            if terminated or truncated:
+                break
+    finally:
+        env.close()
+
+
+# Success of the shipped pick policy on the first 10 val episodes (seed 0), deterministic actions, as
+# measured when it was shipped (checkpoints/pick.md): 6 of 10. Issue #11 asks for >= 7 of 10 from a
+# policy that meets its 0.85 goal; until one ships, the guard is the shipped policy's own record minus
+# one episode, so a simulator or sensor change that breaks the policy fails here.
+PICK_FIRST_10_MIN_SUCCESSES = 5
+
+
+def test_shipped_pick_still_succeeds_on_fixed_val_episodes():
+    from eval.skill_eval import PolicyAgent, run_episode
+
+    path = SHIPPED_CHECKPOINTS / "pick.pt"
+    policy = SkillPolicy.from_checkpoint(path)
+    episodes = generate_episodes("pick", "val", 10, 0)
+    env = RearrangeEnv(make_skill_task(policy.config["skill"]), episodes, sim_cfg=policy.config.get("sim"))
+    env.reset(seed=0)
+    try:
+        results = [run_episode(env, PolicyAgent(policy), i, None, "pick", {}) for i in range(10)]
+    finally:
+        env.close()
+    successes = sum(r["success"] for r in results)
+    assert successes >= PICK_FIRST_10_MIN_SUCCESSES, [r["episode_id"] for r in results if not r["success"]]
