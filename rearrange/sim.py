@@ -4,7 +4,8 @@ One `step` is one policy step (30 Hz): arm joint-delta targets for position serv
 release, and a kinematic base motion checked against the layout's 2-D obstacles, followed by
 `physics.substeps` physics steps. Suction is a weld (objects) or a ball connection (handles) between the
 gripper and what it touches, declared inactive in the model and switched on at grasp time with the
-current relative pose. Interfaces are fixed in docs/CONTRACTS.md (section rearrange.sim).
+current relative pose (`rearrange.suction`). The base's motion against obstacles and the contact-force
+measures live in `rearrange.collision`. Interfaces are fixed in docs/CONTRACTS.md (section rearrange.sim).
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rearrange import robot as robot_mjcf
+from rearrange.collision import BaseMotion, ContactForces, ObstacleArrays
 from rearrange.layout import ApartmentLayout, Box
 from rearrange.raycast import HeadDepthRaycaster, check_depth_backend
 from rearrange.render import SceneRenderer, fixed_camera, free_camera
-from rearrange.scene import HELD_OBJECT_COL, OBJECT_COL, build_scene_xml, park_position
+from rearrange.scene import build_scene_xml, park_position
+from rearrange.suction import Suction
 
 if TYPE_CHECKING:
     from rearrange.navmap import NavMap
@@ -85,13 +88,6 @@ class RearrangeSim:
         self._base_qadr = np.array([m.jnt_qposadr[jid(n)] for n in ("base_x", "base_y", "base_yaw")])
         self._base_dadr = np.array([m.jnt_dofadr[jid(n)] for n in ("base_x", "base_y", "base_yaw")])
         self._ee_site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, robot_mjcf.EE_SITE)
-        self._gripper = bid(robot_mjcf.GRIPPER_BODY)
-        self._suction_geom = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, robot_mjcf.SUCTION_GEOM)
-
-        # robot geoms: every geom in the subtree of the base
-        root = bid("robot_base")
-        in_robot = np.array([_in_subtree(m, b, root) for b in range(m.nbody)], dtype=bool)
-        self._is_robot_geom = in_robot[m.geom_bodyid]
         wall_names = {w.name for w in layout.walls}
         self._is_wall_geom = np.array([m.geom(i).name in wall_names for i in range(m.ngeom)])
 
@@ -102,10 +98,11 @@ class RearrangeSim:
         self._obj_dadr = {n: m.jnt_dofadr[jid(f"{n}_joint")] for n in names.objects}
         self._obj_geoms = {n: np.flatnonzero(m.geom_bodyid == self._obj_body[n]) for n in names.objects}
         self._obj_index = {n: k for k, n in enumerate(names.objects)}
-        self._geom_obj = np.full(m.ngeom, -1, dtype=np.int64)  # geom -> index of its object, -1 none
-        for name, geoms in self._obj_geoms.items():
-            self._geom_obj[geoms] = self._obj_index[name]
-        self._pyramidal = int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
+        # robot geoms: every geom in the subtree of the base
+        root = bid("robot_base")
+        in_robot = np.array([_in_subtree(m, b, root) for b in range(m.nbody)], dtype=bool)
+        self._contact_forces = ContactForces(m, self.data, in_robot[m.geom_bodyid],
+                                             [self._obj_geoms[n] for n in names.objects])
         self.art_names: tuple[str, ...] = names.articulated
         self._art_qadr = {n: m.jnt_qposadr[jid(f"{n}_joint")] for n in names.articulated}
         self._art_dadr = {n: m.jnt_dofadr[jid(f"{n}_joint")] for n in names.articulated}
@@ -119,33 +116,17 @@ class RearrangeSim:
             for n, b in art_bodies.items()
         }
         self._art_geom_index = {n: np.array(g, dtype=np.int64) for n, g in self._art_geoms.items()}
-        self._handle_body = {h: bid(h) for h in names.handles}
-        self._handle_geom = {
-            h: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{h}_geom") for h in names.handles
-        }
-        self._handle_contype = {h: int(m.geom_contype[g]) for h, g in self._handle_geom.items()}
-        eq = {
-            n: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_EQUALITY, n)
-            for n in names.object_welds + names.handle_connects
-        }
-        self._grasp_eq = {n: eq[f"grasp_{n}"] for n in names.objects + names.handles}
-
-        obstacles = layout.obstacles_2d()
-        self._obs_c = np.array([b.center[:2] for b in obstacles], dtype=np.float64).reshape(-1, 2)
-        self._obs_h = np.array([b.half_size[:2] for b in obstacles], dtype=np.float64).reshape(-1, 2)
-        yaw = np.array([b.yaw for b in obstacles], dtype=np.float64)
-        self._obs_cos, self._obs_sin = np.cos(yaw), np.sin(yaw)
-        self._radius = float(self.cfg["base"]["radius"])
+        self._suction = Suction(m, self.data, names, self._obj_geoms, float(self.cfg["suction"]["max_dist"]))
+        base = self.cfg["base"]
+        self._base_motion = BaseMotion(m, self.data, layout.obstacles_2d(), float(base["radius"]),
+                                       float(base["max_lin_per_step"]), float(base["max_ang_per_step"]))
         # per-step settings, read once (step() runs ~1,000 times a second)
         self._delta_per_step = float(self.cfg["arm"]["delta_per_step"])
         self._max_target_lead = float(self.cfg["arm"]["max_target_lead"])
-        self._stall_force = float(self.cfg["base"]["stall_force"])
-        self._max_lin = float(self.cfg["base"]["max_lin_per_step"])
-        self._max_ang = float(self.cfg["base"]["max_ang_per_step"])
+        self._stall_force = float(base["stall_force"])
         self._resting_pos_base = np.asarray(self.cfg["arm"]["resting_pos_base"], dtype=np.float64)
 
         self._state_buf = np.zeros(mujoco.mj_stateSize(m, _STATE_SPEC))
-        self._f6 = np.zeros(6)
         self._renderer: SceneRenderer | None = None
         self._navmap: NavMap | None = None
         self._head_cam = fixed_camera(m, robot_mjcf.HEAD_CAMERA)
@@ -153,7 +134,6 @@ class RearrangeSim:
         self._arm_target = self.REST_ARM_QPOS.copy()
         self._base_xy = np.zeros(2)
         self._base_yaw = 0.0
-        self._grasped: str | None = None
         self.base_collided = False
         self.robot_contact_force = 0.0
         kitchen = layout.rooms[0].bounds
@@ -179,7 +159,7 @@ class RearrangeSim:
         if unknown:
             raise ValueError(f"unknown articulated objects {unknown}; valid: {', '.join(self.art_names)}")
         mujoco.mj_resetData(m, d)
-        self._release()
+        self._suction.release()
         d.eq_active[:] = 0
         for i, name in enumerate(self.object_names):
             pos, quat = objects.get(name, (park_position(i), (1.0, 0.0, 0.0, 0.0)))
@@ -202,14 +182,15 @@ class RearrangeSim:
         mujoco.mj_forward(m, d)
         if grasped is not None:
             if grasped in self._obj_body:
-                self._snap_into_gripper(grasped)
-                self._attach(grasped)
-            elif grasped in self._handle_body:
-                if not self._attach_if_touching(only=grasped):
+                self._write_object_pose(grasped, *self._suction.snap_pose(grasped))
+                mujoco.mj_forward(m, d)
+                self._suction.attach(grasped)
+            elif grasped in self._suction.handle_body:
+                if not self._suction.attach_if_touching(only=grasped):
                     raise ValueError(f"cannot start grasping {grasped!r}: the suction cup does not touch it")
             else:
                 raise ValueError(
-                    f"unknown grasp target {grasped!r}; valid: {', '.join(self.object_names + tuple(self._handle_body))}"
+                    f"unknown grasp target {grasped!r}; valid: {', '.join(self.object_names + tuple(self._suction.handle_body))}"
                 )
             mujoco.mj_forward(m, d)
 
@@ -225,37 +206,39 @@ class RearrangeSim:
         d.ctrl[self._arm_act] = self._arm_target
         if grip is not None:
             if grip >= 0.0:
-                if self._grasped is None:
-                    self._attach_if_touching()
+                if self._suction.grasped is None:
+                    self._suction.attach_if_touching()
             else:
-                self._release()
+                self._suction.release()
 
         start_xy, start_yaw = self._base_xy.copy(), self._base_yaw
-        new_xy, new_yaw, blocked = self._move_base(np.asarray(base, dtype=np.float64))
+        new_xy, new_yaw, blocked = self._base_motion.move(
+            self._base_xy, self._base_yaw, np.asarray(base, dtype=np.float64), self._obstacle_arrays)
         moving = bool(np.any(new_xy != start_xy) or new_yaw != start_yaw)
         vel = np.array([*(new_xy - start_xy), new_yaw - start_yaw]) / (self._n_sub * m.opt.timestep)
-        stall = self._stall_force
+        stall, contact_forces = self._stall_force, self._contact_forces
+        held = self._obj_index.get(self._suction.grasped)  # index of the held object; None: none or a handle
         xy, yaw = start_xy, start_yaw
         force = 0.0
         for k in range(1, self._n_sub + 1):
             if not moving:
                 self._set_base_state(xy, yaw, None)
                 mujoco.mj_step(m, d)
-                force += self._contact_forces()[0]
+                force += contact_forces(held)[0]
                 continue
             mujoco.mj_getState(m, d, self._state_buf, _STATE_SPEC)
             f = k / self._n_sub
             nxt_xy, nxt_yaw = start_xy + f * (new_xy - start_xy), start_yaw + f * (new_yaw - start_yaw)
             self._set_base_state(nxt_xy, nxt_yaw, vel)
             mujoco.mj_step(m, d)
-            robot_f, held_f = self._contact_forces()
+            robot_f, held_f = contact_forces(held)
             if robot_f + held_f > stall:
                 # The base's motion would press the robot (or what it holds) into something harder than
                 # its drive can push: it stalls where it was for the rest of this step.
                 mujoco.mj_setState(m, d, self._state_buf, _STATE_SPEC)
                 self._set_base_state(xy, yaw, None)
                 mujoco.mj_step(m, d)
-                robot_f = self._contact_forces()[0]
+                robot_f = contact_forces(held)[0]
                 moving, blocked = False, True
             else:
                 xy, yaw = nxt_xy, nxt_yaw
@@ -268,58 +251,14 @@ class RearrangeSim:
         mujoco.mj_comPos(m, d)
 
     # ------------------------------------------------------------------ base
-    def _obstacle_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Centres, half sizes, cos and sin of yaw of every base obstacle box: walls, furniture
-        footprints and the open doors and drawers where they are now (as `moving_part_boxes`)."""
-        open_parts = [self._art_geom_index[n] for n in self.open_art_names()]
-        if not open_parts:
-            return self._obs_c, self._obs_h, self._obs_cos, self._obs_sin
-        g = np.concatenate(open_parts)
-        x = self.data.geom_xmat[g]
-        yaw = np.arctan2(x[:, 3], x[:, 0])
-        return (np.vstack([self._obs_c, self.data.geom_xpos[g, :2]]),
-                np.vstack([self._obs_h, self.model.geom_size[g, :2]]),
-                np.concatenate([self._obs_cos, np.cos(yaw)]), np.concatenate([self._obs_sin, np.sin(yaw)]))
-
-    def _penetration(self, xy: np.ndarray, obstacles: tuple[np.ndarray, ...] | None = None) -> float:
-        """How deep the base disc at `xy` reaches into the nearest obstacle box (0 = free): walls,
-        furniture footprints and the open doors and drawers where they are now (the base does not
-        shove a drawer shut or a door aside; a closed one lies inside its furniture footprint).
-        `obstacles`: `_obstacle_arrays()` computed once for several queries in the same state."""
-        centers, halves, cos, sin = obstacles if obstacles is not None else self._obstacle_arrays()
-        dx, dy = xy[0] - centers[:, 0], xy[1] - centers[:, 1]
-        lx = cos * dx + sin * dy
-        ly = -sin * dx + cos * dy
-        ex = lx - np.clip(lx, -halves[:, 0], halves[:, 0])
-        ey = ly - np.clip(ly, -halves[:, 1], halves[:, 1])
-        dist = np.sqrt(ex * ex + ey * ey)
-        return float(max(0.0, np.max(self._radius - dist))) if len(dist) else 0.0
+    def _obstacle_arrays(self) -> ObstacleArrays:
+        """Every base obstacle box: walls, furniture footprints and the open doors and drawers where
+        they are now (as `moving_part_boxes`; the base does not shove a drawer shut or a door aside)."""
+        return self._base_motion.obstacles([self._art_geom_index[n] for n in self.open_art_names()])
 
     def base_is_free(self, xy: Sequence[float]) -> bool:
         """The base disc at `xy` does not touch walls, furniture footprints or open doors and drawers."""
-        return self._penetration(np.asarray(xy, dtype=np.float64)) == 0.0
-
-    def _move_base(self, base: np.ndarray) -> tuple[np.ndarray, float, bool]:
-        lin = min(max(float(base[0]), -1.0), 1.0) * self._max_lin
-        ang = min(max(float(base[1]), -1.0), 1.0) * self._max_ang
-        yaw = self._base_yaw + ang
-        mid = self._base_yaw + ang / 2
-        delta = lin * np.array([np.cos(mid), np.sin(mid)])
-        xy = self._base_xy
-        if lin == 0.0:
-            return xy.copy(), yaw, False
-        obstacles = self._obstacle_arrays()
-        allowed = self._penetration(xy, obstacles) + 1e-9
-        cand = xy + delta
-        if self._penetration(cand, obstacles) <= allowed:
-            return cand, yaw, False
-        order = (0, 1) if abs(delta[0]) >= abs(delta[1]) else (1, 0)
-        for axis in order:
-            slide = xy.copy()
-            slide[axis] += delta[axis]
-            if abs(delta[axis]) > 1e-9 and self._penetration(slide, obstacles) <= allowed:
-                return slide, yaw, True
-        return xy.copy(), yaw, True
+        return self._base_motion.penetration(np.asarray(xy, dtype=np.float64), self._obstacle_arrays()) == 0.0
 
     def _set_base_state(self, xy: np.ndarray, yaw: float, vel: np.ndarray | None = None) -> None:
         """Write the base joints (kinematic): position and the velocity of the current motion."""
@@ -390,115 +329,18 @@ class RearrangeSim:
     # ------------------------------------------------------------------ grasp
     @property
     def grasped(self) -> str | None:
-        return self._grasped
-
-    def _body_pose(self, body: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.data.xpos[body].copy(), self.data.xquat[body].copy()
-
-    def _candidates(self, only: str | None = None) -> list[tuple[str, int]]:
-        ee = self.ee_pos
-        out = []
-        for name, geoms in self._obj_geoms.items():
-            if (only is None or only == name) and np.linalg.norm(
-                self.data.xpos[self._obj_body[name]] - ee
-            ) < 0.4:
-                out += [(name, int(g)) for g in geoms]
-        for h, g in self._handle_geom.items():
-            if (only is None or only == h) and np.linalg.norm(self.data.geom_xpos[g] - ee) < 0.4:
-                out.append((h, g))
-        return out
+        return self._suction.grasped
 
     def touching(self, only: str | None = None) -> str | None:
         """The object or handle the suction cup touches (within suction.max_dist), nearest first."""
-        max_dist = float(self.cfg["suction"]["max_dist"])
-        best, best_d = None, max_dist
-        fromto = np.zeros(6)
-        for name, g in self._candidates(only):
-            dist = mujoco.mj_geomDistance(
-                self.model, self.data, self._suction_geom, g, max_dist + 0.01, fromto
-            )
-            if dist <= best_d:
-                best, best_d = name, dist
-        return best
-
-    def _attach_if_touching(self, only: str | None = None) -> bool:
-        target = self.touching(only)
-        if target is None:
-            return False
-        self._attach(target)
-        return True
-
-    def _attach(self, target: str) -> None:
-        m, d = self.model, self.data
-        eq = self._grasp_eq[target]
-        gp, gq = self._body_pose(self._gripper)
-        if target in self._obj_body:
-            op, oq = self._body_pose(self._obj_body[target])
-            # relative pose of the object (body2) in the gripper frame (body1)
-            rel_p = np.zeros(3)
-            gq_inv = np.zeros(4)
-            mujoco.mju_negQuat(gq_inv, gq)
-            mujoco.mju_rotVecQuat(rel_p, op - gp, gq_inv)
-            rel_q = np.zeros(4)
-            mujoco.mju_mulQuat(rel_q, gq_inv, oq)
-            m.eq_data[eq, 0:3] = 0.0
-            m.eq_data[eq, 3:6] = rel_p
-            m.eq_data[eq, 6:10] = rel_q
-            m.eq_data[eq, 10] = 1.0
-            for g in self._obj_geoms[target]:
-                m.geom_contype[g], m.geom_conaffinity[g] = HELD_OBJECT_COL
-        else:
-            # ball connection at the end-effector point: anchor in gripper and in handle frames
-            ee = self.ee_pos
-            hb = self._handle_body[target]
-            hp, hq = self._body_pose(hb)
-            a1, a2, inv = np.zeros(3), np.zeros(3), np.zeros(4)
-            mujoco.mju_negQuat(inv, gq)
-            mujoco.mju_rotVecQuat(a1, ee - gp, inv)
-            mujoco.mju_negQuat(inv, hq)
-            mujoco.mju_rotVecQuat(a2, ee - hp, inv)
-            m.eq_data[eq, 0:3] = a1
-            m.eq_data[eq, 3:6] = a2
-            m.geom_contype[self._handle_geom[target]] = 0
-        d.eq_active[eq] = 1
-        self._grasped = target
-
-    def _release(self) -> None:
-        if self._grasped is None:
-            return
-        m = self.model
-        self.data.eq_active[self._grasp_eq[self._grasped]] = 0
-        if self._grasped in self._obj_geoms:
-            for g in self._obj_geoms[self._grasped]:
-                m.geom_contype[g], m.geom_conaffinity[g] = OBJECT_COL
-        else:
-            m.geom_contype[self._handle_geom[self._grasped]] = self._handle_contype[self._grasped]
-        self._grasped = None
-
-    def _snap_into_gripper(self, name: str) -> None:
-        """Place object `name` touching the suction cup, along the gripper's pointing direction."""
-        kind = self._obj_kind[name]
-        from rearrange.objects import object_kind
-
-        k = object_kind(kind)
-        xaxis = self.data.site_xmat[self._ee_site].reshape(3, 3)[:, 0]
-        offset = k.rest_height if abs(xaxis[2]) > 0.7 else k.radius
-        self._write_object_pose(
-            name, self.ee_pos + xaxis * (offset + 0.002), self.data.xquat[self._obj_body[name]]
-        )
-        mujoco.mj_forward(self.model, self.data)
+        return self._suction.touching(only)
 
     def _snap_held(self) -> None:
         """After a teleport, put a held object back at its grasp pose relative to the gripper."""
-        if self._grasped is None or self._grasped not in self._obj_body:
-            return
-        eq = self._grasp_eq[self._grasped]
-        gp, gq = self._body_pose(self._gripper)
-        p, q = np.zeros(3), np.zeros(4)
-        mujoco.mju_rotVecQuat(p, self.model.eq_data[eq, 3:6], gq)
-        mujoco.mju_mulQuat(q, gq, self.model.eq_data[eq, 6:10])
-        self._write_object_pose(self._grasped, gp + p, q)
-        mujoco.mj_forward(self.model, self.data)
+        pose = self._suction.held_pose()
+        if pose is not None:
+            self._write_object_pose(self._suction.grasped, *pose)
+            mujoco.mj_forward(self.model, self.data)
 
     # ------------------------------------------------------------------ objects and containers
     def object_kind(self, name: str) -> str:
@@ -557,45 +399,7 @@ class RearrangeSim:
         return boxes
 
     def handle_pos(self, handle_name: str) -> np.ndarray:
-        return self.data.xpos[self._handle_body[handle_name]].copy()
-
-    # ------------------------------------------------------------------ measures
-    def _contact_forces(self) -> tuple[float, float]:
-        """Summed normal contact force (robot vs scene, held object vs scene) at the current step.
-
-        The first is the measure tasks penalise (habitat excludes the held object); the base stall
-        check uses both. Vectorised: this runs every physics substep, and most substeps have no
-        robot contact at all (early exit).
-        """
-        d = self.data
-        n = d.ncon
-        if n == 0:
-            return 0.0, 0.0
-        geoms = d.contact.geom[:n]
-        is_r = self._is_robot_geom[geoms]
-        robot = is_r[:, 0] ^ is_r[:, 1]
-        held = None
-        if self._grasped in self._obj_index:
-            is_h = self._geom_obj[geoms] == self._obj_index[self._grasped]
-            held = (is_h[:, 0] ^ is_h[:, 1]) & ~(is_r[:, 0] | is_r[:, 1])
-            robot &= ~is_h.any(axis=1)
-        if not robot.any() and (held is None or not held.any()):
-            return 0.0, 0.0
-        normal = self._normal_forces(n)
-        return float(normal[robot].sum()), (float(normal[held].sum()) if held is not None else 0.0)
-
-    def _normal_forces(self, n: int) -> np.ndarray:
-        """Normal force of each of the `n` contacts (N), as `mj_contactForce` reports it."""
-        d = self.data
-        if self._pyramidal:
-            # a pyramidal contact's normal force is the sum of its pyramid edge forces
-            rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_CONTACT_PYRAMIDAL
-            return np.abs(np.bincount(d.efc_id[rows], weights=d.efc_force[rows], minlength=n))
-        out = np.zeros(n)
-        for i in range(n):
-            mujoco.mj_contactForce(self.model, d, i, self._f6)
-            out[i] = abs(self._f6[0])
-        return out
+        return self.data.xpos[self._suction.handle_body[handle_name]].copy()
 
     # ------------------------------------------------------------------ navigation map
     @property
@@ -603,7 +407,7 @@ class RearrangeSim:
         if self._navmap is None:
             from rearrange.navmap import NavMap
 
-            self._navmap = NavMap(self.layout, robot_radius=self._radius)
+            self._navmap = NavMap(self.layout, robot_radius=self._base_motion.radius)
         return self._navmap
 
     # ------------------------------------------------------------------ rendering
