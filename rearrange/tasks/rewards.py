@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from rearrange.sensors import wrap_angle
+
 
 class DistanceDelta:
     """Dense progress reward `coef * (previous - current)` on a distance that should shrink."""
@@ -106,11 +108,6 @@ class ForceMonitor:
 def norm(v: Any) -> float:
     """Euclidean length of a vector as a Python float."""
     return float(np.linalg.norm(np.asarray(v, dtype=np.float64)))
-
-
-def wrap_angle(a: float) -> float:
-    """Angle wrapped into [-pi, pi)."""
-    return float((a + math.pi) % (2.0 * math.pi) - math.pi)
 
 
 def heading_error(base_xy: Any, base_yaw: float, goal_xy: Any) -> float:

@@ -14,11 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rearrange.layout import Box
-
-
-def wrap_angle(a: float) -> float:
-    """Angle wrapped into [-pi, pi)."""
-    return float((a + np.pi) % (2.0 * np.pi) - np.pi)
+from rearrange.sensors import wrap_angle
 
 
 def base_step_sizes(sim) -> tuple[float, float]:
