@@ -344,7 +344,7 @@ class HabAgent:
         episode ended meanwhile."""
         label = f"wait({steps})"
         run.active = ("wait", label)
-        env.task.grip_disabled = True
+        env.keep_grasp()
         record = SkillRun(label=label, skill="wait", steps=0, outcome="done", effects_hold=True)
         run.skill_runs.append(record)
         for _ in range(steps):
@@ -376,7 +376,7 @@ class HabAgent:
         if call_stop:
             stop = np.zeros(ACTION_DIM)
             stop[STOP] = 1.0
-            env.task.grip_disabled = True  # keep the grasp state on the stop step
+            env.keep_grasp()  # on the stop step
             _, reward, terminated, truncated, info = env.step(stop)
             run.steps += 1
             run.reward += float(reward)

@@ -141,6 +141,11 @@ class RearrangeEnv(gymnasium.Env):
         truncated = (not terminated) and self._steps >= self.task.max_steps
         return self._obs(), float(ts.reward), terminated, truncated, self._info(ts.success, ts.info)
 
+    def keep_grasp(self) -> None:
+        """Ignore the grip entry of the following actions, so the grasp state stays as it is (the HAB
+        agent's wait and stop steps), until the task is pointed at its next skill or reset."""
+        self.task.grip_disabled = True
+
     def target_marks(self, with_handle: bool = False) -> list[tuple[np.ndarray, tuple[float, ...]]]:
         """Video marks for the task's target object, its goal and (optionally) the target handle."""
         target = self.task.sensor_target
