@@ -19,13 +19,16 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rearrange.layout import Box
 from rearrange.navmap import NavMap, navmap_with_obstacles
 from rearrange.tasks.rewards import DistanceDelta
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 _MAPS: OrderedDict[tuple, tuple[Any, NavMap]] = OrderedDict()  # key -> (layout kept alive, map)
 _MAX_MAPS = 16  # a layout has a handful of articulated states in skill episodes
@@ -49,7 +52,7 @@ def check_approach_cfg(reward_cfg: Mapping[str, Any], skill: str) -> tuple[float
     return coef, reach
 
 
-def state_navmap(sim: Any) -> NavMap:
+def state_navmap(sim: RearrangeSim) -> NavMap:
     """The sim's nav map with its open doors and drawers (as they are now) as obstacles, cached per
     layout and articulated state (box poses rounded to 1 cm / 0.01 rad); the sim's own map when none
     is open."""
@@ -83,7 +86,7 @@ class ApproachShaping:
         self.field: np.ndarray | None = None
         self.active = False
 
-    def reset(self, sim: Any, target_xyz: Any) -> None:
+    def reset(self, sim: RearrangeSim, target_xyz: Any) -> None:
         """Build the distance field to the reach region of `target_xyz` and start paying for progress."""
         self.active = self.coef > 0.0
         self.navmap = self.field = None
@@ -94,7 +97,7 @@ class ApproachShaping:
         self.field = self.navmap.region_distance_field(np.asarray(target_xyz, dtype=np.float64)[:2], self.reach)
         self.delta.reset(self.distance(sim))
 
-    def distance(self, sim: Any) -> float:
+    def distance(self, sim: RearrangeSim) -> float:
         """Geodesic distance (m) from the base to the reach region; inf when inactive."""
         if self.navmap is None or self.field is None:
             return float("inf")
@@ -104,7 +107,7 @@ class ApproachShaping:
         """No term from now on (the target was grasped / released)."""
         self.active = False
 
-    def __call__(self, sim: Any) -> float:
+    def __call__(self, sim: RearrangeSim) -> float:
         """This step's term (0.0 when inactive)."""
         if not self.active:
             return 0.0

@@ -15,7 +15,8 @@ called. Calling stop ends the episode.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,12 +25,50 @@ from rearrange.episodes import Episode
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
-from rearrange.tasks.skill_base import SkillTask, ee_to_rest
+from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
+
+if TYPE_CHECKING:
+    from rearrange.layout import ApartmentLayout
+    from rearrange.sim import RearrangeSim
 
 STOP_INDEX = ACTION_SLICES["stop"].start
 
 
-def art_for_handle(layout: Any, handle: str) -> str:
+@dataclass(frozen=True)
+class ArtReward:
+    """The `reward` node of configs/skill/{open,close}_{fridge,cab}.yaml (force: `ForceMonitor`)."""
+
+    slack: float
+    success_reward: float
+    art_dist_reward: float
+    grasp_reward: float
+    wrong_grasp_pen: float
+    wrong_grasp_end: bool
+    art_at_desired_state_reward: float
+    marker_dist_reward: float
+    ee_dist_reward: float
+
+
+@dataclass(frozen=True)
+class ArtSuccess:
+    """The `success` node of the four articulated skill configs."""
+
+    ee_resting_threshold: float
+    must_call_stop: bool
+    end_on_stop: bool
+
+
+@dataclass(frozen=True)
+class ArtGoal:
+    """The `articulated` node: the desired joint state and when the joint counts as there."""
+
+    desired_state: float  # clipped to the joint's range at reset
+    use_absolute_distance: bool
+    success_dist_threshold: float
+    disable_grip: bool
+
+
+def art_for_handle(layout: ApartmentLayout, handle: str) -> str:
     """Name of the articulated object whose handle marker is `handle`."""
     for name, art in layout.articulated.items():
         if art.handle == handle:
@@ -43,11 +82,13 @@ class ArtObjTask(SkillTask):
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         super().__init__(cfg)
-        self.art_cfg = cfg["articulated"]
-        self.disable_grip = bool(self.art_cfg["disable_grip"])
-        self.marker_dist = DistanceDelta(self.reward_cfg["marker_dist_reward"])
-        self.rest_dist = DistanceDelta(self.reward_cfg["ee_dist_reward"])
-        self.art_dist = DistanceDelta(self.reward_cfg["art_dist_reward"])
+        self.reward_cfg = read_config(ArtReward, cfg["reward"])
+        self.success_cfg = read_config(ArtSuccess, cfg["success"])
+        self.art_cfg = read_config(ArtGoal, cfg["articulated"])
+        self.disable_grip = self.art_cfg.disable_grip
+        self.marker_dist = DistanceDelta(self.reward_cfg.marker_dist_reward)
+        self.rest_dist = DistanceDelta(self.reward_cfg.ee_dist_reward)
+        self.art_dist = DistanceDelta(self.reward_cfg.art_dist_reward)
         self.handle = ""
         self.art = ""
         self.desired = 0.0
@@ -55,14 +96,14 @@ class ArtObjTask(SkillTask):
         self.any_at_desired = False
         self.prev_grasped: str | None = None
 
-    def reset(self, sim: Any, episode: Episode, rng: np.random.Generator) -> None:
+    def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
         if "handle" not in episode.info:
             raise ValueError(f"{self.name} episode {episode.episode_id} has no info.handle")
         self.sensor_target = target_from_episode(episode)
         self.handle = str(episode.info["handle"])
         self.art = art_for_handle(sim.layout, self.handle)
         lo, hi = sim.art_range(self.art)
-        self.desired = float(np.clip(float(self.art_cfg["desired_state"]), lo, hi))
+        self.desired = float(np.clip(self.art_cfg.desired_state, lo, hi))
         self.grip_disabled = self.disable_grip
         self.any_grasped = False
         self.any_at_desired = False
@@ -73,25 +114,25 @@ class ArtObjTask(SkillTask):
         self.marker_dist.reset(self._ee_to_handle(sim))
         self.rest_dist.reset(ee_to_rest(sim))
 
-    def art_distance(self, sim: Any) -> float:
+    def art_distance(self, sim: RearrangeSim) -> float:
         """|joint - desired state|."""
         return abs(float(sim.art_q(self.art)) - self.desired)
 
-    def at_desired_state(self, sim: Any) -> bool:
+    def at_desired_state(self, sim: RearrangeSim) -> bool:
         q = float(sim.art_q(self.art))
-        thresh = float(self.art_cfg["success_dist_threshold"])
-        if bool(self.art_cfg["use_absolute_distance"]):
+        thresh = self.art_cfg.success_dist_threshold
+        if self.art_cfg.use_absolute_distance:
             return abs(q - self.desired) < thresh
         # one-sided, habitat's relative mode: the joint is at least (desired - threshold) along the way
         # from its start towards the desired state (opening: q > desired - thresh)
         return self.desired - q < thresh
 
-    def _ee_to_handle(self, sim: Any) -> float:
+    def _ee_to_handle(self, sim: RearrangeSim) -> float:
         return norm(sim.handle_pos(self.handle) - sim.ee_pos)
 
-    def step(self, sim: Any, full_action: np.ndarray) -> TaskStep:
-        r = self.reward_cfg
-        terms: dict[str, float] = {"slack": float(r["slack"])}
+    def step(self, sim: RearrangeSim, full_action: np.ndarray) -> TaskStep:
+        r, s = self.reward_cfg, self.success_cfg
+        terms: dict[str, float] = {"slack": r.slack}
         info: dict[str, float] = {}
         terminated = False
         grasped = sim.grasped
@@ -103,11 +144,11 @@ class ArtObjTask(SkillTask):
         if grasped is not None and grasped != self.prev_grasped:
             if grasped == self.handle:
                 if not self.any_grasped:
-                    terms["grasp"] = float(r["grasp_reward"])
+                    terms["grasp"] = r.grasp_reward
                 info["did_grasp"] = 1.0
             else:
-                terms["wrong_grasp"] = -float(r["wrong_grasp_pen"])
-                terminated |= bool(r["wrong_grasp_end"])
+                terms["wrong_grasp"] = -r.wrong_grasp_pen
+                terminated |= r.wrong_grasp_end
                 info["wrong_grasp"] = 1.0
             self.any_grasped = True
         self.prev_grasped = grasped
@@ -115,19 +156,19 @@ class ArtObjTask(SkillTask):
         marker_term = self.marker_dist(self._ee_to_handle(sim))
         if at_desired:
             if not self.any_at_desired:
-                terms["at_desired_state"] = float(r["art_at_desired_state_reward"])
+                terms["at_desired_state"] = r.art_at_desired_state_reward
                 self.any_at_desired = True
             terms["ee_dist"] = rest_term
         elif grasped is None:
             terms["marker_dist"] = marker_term
         terminated |= self._force_step(sim, terms, info)
         rest = ee_to_rest(sim)
-        success = at_desired and grasped is None and rest < float(self.success_cfg["ee_resting_threshold"]) and (
-            stop or not bool(self.success_cfg["must_call_stop"]))
-        if stop and bool(self.success_cfg["end_on_stop"]):
+        success = at_desired and grasped is None and rest < s.ee_resting_threshold and (
+            stop or not s.must_call_stop)
+        if stop and s.end_on_stop:
             terminated = True
         if success:
-            terms["success"] = float(r["success_reward"])
+            terms["success"] = r.success_reward
             terminated = True
         info.update({"art_q": float(sim.art_q(self.art)), "art_dist": self.art_distance(sim),
                      "at_desired_state": float(at_desired), "stop": float(stop)})

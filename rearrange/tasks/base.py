@@ -18,13 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from rearrange.actions import FULL_SUBSETS
 from rearrange.episodes import Episode
 from rearrange.sensors import SENSOR_NAMES, SensorTarget, target_from_episode
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 
 @dataclass
@@ -46,11 +49,11 @@ class Task(Protocol):
     sensor_target: SensorTarget
     grip_disabled: bool  # True: the env never sends a grip command (close tasks)
 
-    def reset(self, sim: Any, episode: Episode, rng: np.random.Generator) -> None:
+    def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
         """Start an episode; the sim already holds the episode's state."""
         ...
 
-    def step(self, sim: Any, full_action: np.ndarray) -> TaskStep:
+    def step(self, sim: RearrangeSim, full_action: np.ndarray) -> TaskStep:
         """Score the step the sim just took with `full_action`."""
         ...
 
@@ -66,10 +69,10 @@ class ExploreTask:
         self.grip_disabled = False
         self.sensor_target = SensorTarget()
 
-    def reset(self, sim: Any, episode: Episode, rng: np.random.Generator) -> None:
+    def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
         self.sensor_target = target_from_episode(episode)
 
-    def step(self, sim: Any, full_action: np.ndarray) -> TaskStep:
+    def step(self, sim: RearrangeSim, full_action: np.ndarray) -> TaskStep:
         return TaskStep(reward=0.0, terminated=False, success=False, info={})
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from rearrange.episodes import Episode
 from rearrange.sensors import SensorTarget, target_from_episode
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import ForceMonitor
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 HAB_ENV_IDS: dict[str, str] = {
     "tidy_house": "rearrange/TidyHouse-v0",
@@ -85,7 +88,7 @@ class HabTask:
 
     # ------------------------------------------------------------------ Task interface
 
-    def reset(self, sim: Any, episode: Episode, rng: np.random.Generator) -> None:
+    def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
         from planner.problem import problem_from_episode
 
         self.problem = problem_from_episode(episode, sim.layout, self.scenario_cfg, self.thresholds)
@@ -97,7 +100,7 @@ class HabTask:
         self.state = self.symbolic_state(sim)
         self._new_stages()  # a stage true from the start counts as reached on step 0, unpaid
 
-    def step(self, sim: Any, full_action: np.ndarray) -> TaskStep:
+    def step(self, sim: RearrangeSim, full_action: np.ndarray) -> TaskStep:
         self.steps += 1
         self.state = self.symbolic_state(sim)
         new = self._new_stages()
@@ -125,7 +128,7 @@ class HabTask:
 
     # ------------------------------------------------------------------ measures
 
-    def symbolic_state(self, sim: Any) -> frozenset:
+    def symbolic_state(self, sim: RearrangeSim) -> frozenset:
         """The ground atoms of the episode's problem that hold in the sim now."""
         from planner.predicates import SymbolicInputs, evaluate_state
 

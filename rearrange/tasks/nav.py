@@ -10,7 +10,8 @@ success_reward when successful. Success: 2-D distance < `success_distance`, head
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,10 +20,35 @@ from rearrange.episodes import Episode
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, heading_error
-from rearrange.tasks.skill_base import SkillTask
+from rearrange.tasks.skill_base import SkillTask, read_config
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 DISTANCES = ("geodesic", "euclidean")
 STOP_INDEX = ACTION_SLICES["stop"].start
+
+
+@dataclass(frozen=True)
+class NavReward:
+    """The `reward` node of configs/skill/nav.yaml."""
+
+    slack: float
+    success_reward: float
+    dist_reward: float
+    distance: str  # one of DISTANCES
+    angle_dist_reward: float
+    turn_reward_dist: float
+
+
+@dataclass(frozen=True)
+class NavSuccess:
+    """The `success` node of configs/skill/nav.yaml."""
+
+    success_distance: float
+    success_angle: float
+    must_call_stop: bool
+    end_on_stop: bool
 
 
 class NavTask(SkillTask):
@@ -30,15 +56,17 @@ class NavTask(SkillTask):
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         super().__init__(cfg)
-        self.distance_kind = str(self.reward_cfg["distance"])
+        self.reward_cfg = read_config(NavReward, cfg["reward"])
+        self.success_cfg = read_config(NavSuccess, cfg["success"])
+        self.distance_kind = self.reward_cfg.distance
         if self.distance_kind not in DISTANCES:
             raise ValueError(f"unknown nav reward distance '{self.distance_kind}'; valid choices: "
                              f"{', '.join(DISTANCES)}")
-        self.dist = DistanceDelta(self.reward_cfg["dist_reward"])
-        self.angle = DistanceDelta(self.reward_cfg["angle_dist_reward"])
+        self.dist = DistanceDelta(self.reward_cfg.dist_reward)
+        self.angle = DistanceDelta(self.reward_cfg.angle_dist_reward)
         self.goal_xy = np.zeros(2)
 
-    def reset(self, sim: Any, episode: Episode, rng: np.random.Generator) -> None:
+    def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
         if "nav_goal" not in episode.info:
             raise ValueError(f"nav episode {episode.episode_id} has no info.nav_goal")
         self.sensor_target = target_from_episode(episode)
@@ -46,38 +74,37 @@ class NavTask(SkillTask):
         self.grip_disabled = False
         self.dist.reset(self._reward_distance(sim))
         self.angle.reset(None)
-        if self.euclidean(sim) < float(self.reward_cfg["turn_reward_dist"]):
+        if self.euclidean(sim) < self.reward_cfg.turn_reward_dist:
             self.angle.reset(self.heading_error(sim))
 
-    def euclidean(self, sim: Any) -> float:
+    def euclidean(self, sim: RearrangeSim) -> float:
         """2-D distance base -> goal (success and turn-reward range use this)."""
         return float(np.linalg.norm(self.goal_xy - np.asarray(sim.base_xy, dtype=np.float64)))
 
-    def heading_error(self, sim: Any) -> float:
+    def heading_error(self, sim: RearrangeSim) -> float:
         return heading_error(sim.base_xy, sim.base_yaw, self.goal_xy)
 
-    def _reward_distance(self, sim: Any) -> float:
+    def _reward_distance(self, sim: RearrangeSim) -> float:
         if self.distance_kind == "geodesic":
             return float(sim.navmap.geodesic_distance(sim.base_xy, self.goal_xy))
         return self.euclidean(sim)
 
-    def step(self, sim: Any, full_action: np.ndarray) -> TaskStep:
-        r = self.reward_cfg
-        s = self.success_cfg
-        terms: dict[str, float] = {"slack": float(r["slack"])}
+    def step(self, sim: RearrangeSim, full_action: np.ndarray) -> TaskStep:
+        r, s = self.reward_cfg, self.success_cfg
+        terms: dict[str, float] = {"slack": r.slack}
         stop = float(full_action[STOP_INDEX]) > 0.0
         terms["dist"] = self.dist(self._reward_distance(sim))
         d = self.euclidean(sim)
         angle = self.heading_error(sim)
-        if d < float(r["turn_reward_dist"]):
+        if d < r.turn_reward_dist:
             terms["angle"] = self.angle(angle)
         else:
             self.angle.reset(None)
-        at_goal = d < float(s["success_distance"]) and angle < float(s["success_angle"])
-        success = at_goal and (stop or not bool(s["must_call_stop"]))
-        terminated = stop and bool(s["end_on_stop"])
+        at_goal = d < s.success_distance and angle < s.success_angle
+        success = at_goal and (stop or not s.must_call_stop)
+        terminated = stop and s.end_on_stop
         if success:
-            terms["success"] = float(r["success_reward"])
+            terms["success"] = r.success_reward
             terminated = True
         info = {"nav_dist": d, "nav_angle": angle, "stop": float(stop), "at_goal": float(at_goal)}
         return self._task_step(terms, terminated, success, info)

@@ -12,7 +12,8 @@ first grasp of the target (`rearrange.tasks.approach`). Success: holding the tar
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,7 +22,32 @@ from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, check_approach_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
-from rearrange.tasks.skill_base import SkillTask, ee_to_rest
+from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
+
+
+@dataclass(frozen=True)
+class PickReward:
+    """The `reward` node of configs/skill/pick.yaml (force and approach are read by their own classes)."""
+
+    slack: float
+    success_reward: float
+    dist_reward: float
+    pick_reward: float
+    wrong_pick_pen: float
+    wrong_pick_should_end: bool
+    drop_pen: float
+    drop_should_end: bool
+
+
+@dataclass(frozen=True)
+class PickSuccess:
+    """The `success` node of configs/skill/pick.yaml."""
+
+    ee_resting_threshold: float
+    end_on_success: bool
 
 
 class PickTask(SkillTask):
@@ -30,13 +56,15 @@ class PickTask(SkillTask):
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         super().__init__(cfg)
         self.block_release = bool(cfg["block_release"])
-        self.dist = DistanceDelta(self.reward_cfg["dist_reward"])
-        self.approach = ApproachShaping(*check_approach_cfg(self.reward_cfg, self.name))
+        self.reward_cfg = read_config(PickReward, cfg["reward"])
+        self.success_cfg = read_config(PickSuccess, cfg["success"])
+        self.dist = DistanceDelta(self.reward_cfg.dist_reward)
+        self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
         self.target: str | None = None
         self.prev_grasped: str | None = None
         self.picked_once = False
 
-    def reset(self, sim: Any, episode: Episode, rng: np.random.Generator) -> None:
+    def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
         if not episode.targets:
             raise ValueError(f"pick episode {episode.episode_id} has no target object")
         self.sensor_target = target_from_episode(episode)
@@ -51,21 +79,21 @@ class PickTask(SkillTask):
         if sim.grasped == self.target:
             self.approach.stop()
 
-    def _distance(self, sim: Any) -> float:
+    def _distance(self, sim: RearrangeSim) -> float:
         if sim.grasped == self.target:
             return ee_to_rest(sim)
         return norm(sim.object_pos(self.target) - sim.ee_pos)
 
-    def step(self, sim: Any, full_action: np.ndarray) -> TaskStep:
-        r = self.reward_cfg
-        terms: dict[str, float] = {"slack": float(r["slack"])}
+    def step(self, sim: RearrangeSim, full_action: np.ndarray) -> TaskStep:
+        r, s = self.reward_cfg, self.success_cfg
+        terms: dict[str, float] = {"slack": r.slack}
         info: dict[str, float] = {}
         terminated = False
         grasped = sim.grasped
         new_grasp = grasped is not None and grasped != self.prev_grasped
         if new_grasp and grasped == self.target:
             if not self.picked_once:
-                terms["pick"] = float(r["pick_reward"])
+                terms["pick"] = r.pick_reward
                 self.picked_once = True
             self.approach.stop()  # the base has arrived: no approach term after the grasp
             self.dist.reset(None)  # the distance switches to ee->rest: no delta this step
@@ -73,12 +101,12 @@ class PickTask(SkillTask):
                 self.grip_disabled = True
             info["did_pick"] = 1.0
         elif new_grasp:
-            terms["wrong_pick"] = -float(r["wrong_pick_pen"])
-            terminated |= bool(r["wrong_pick_should_end"])
+            terms["wrong_pick"] = -r.wrong_pick_pen
+            terminated |= r.wrong_pick_should_end
             info["wrong_pick"] = 1.0
         if self.prev_grasped == self.target and grasped != self.target:
-            terms["drop"] = -float(r["drop_pen"])
-            terminated |= bool(r["drop_should_end"])
+            terms["drop"] = -r.drop_pen
+            terminated |= r.drop_should_end
             self.dist.reset(None)
             info["dropped"] = 1.0
         self.prev_grasped = grasped
@@ -86,8 +114,8 @@ class PickTask(SkillTask):
         terms["approach"] = self.approach(sim)
         terminated |= self._force_step(sim, terms, info)
         rest = ee_to_rest(sim)
-        success = grasped == self.target and rest < float(self.success_cfg["ee_resting_threshold"])
+        success = grasped == self.target and rest < s.ee_resting_threshold
         if success:
-            terms["success"] = float(r["success_reward"])
-            terminated |= bool(self.success_cfg["end_on_success"])
+            terms["success"] = r.success_reward
+            terminated |= s.end_on_success
         return self._task_step(terms, terminated, success, info)

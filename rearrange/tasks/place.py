@@ -14,7 +14,8 @@ holding, object at the goal, ee at rest.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,7 +24,32 @@ from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, check_approach_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
-from rearrange.tasks.skill_base import SkillTask, ee_to_rest, holding_object
+from rearrange.tasks.skill_base import SkillTask, ee_to_rest, holding_object, read_config
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
+
+
+@dataclass(frozen=True)
+class PlaceReward:
+    """The `reward` node of configs/skill/place.yaml (force and approach are read by their own classes)."""
+
+    slack: float
+    success_reward: float
+    dist_reward: float
+    min_dist_to_goal: float
+    place_reward: float
+    drop_pen: float
+    wrong_drop_should_end: bool
+
+
+@dataclass(frozen=True)
+class PlaceSuccess:
+    """The `success` node of configs/skill/place.yaml."""
+
+    obj_at_goal_threshold: float
+    ee_resting_threshold: float
+    end_on_success: bool
 
 
 class PlaceTask(SkillTask):
@@ -32,14 +58,16 @@ class PlaceTask(SkillTask):
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         super().__init__(cfg)
         self.block_regrasp = bool(cfg["block_regrasp"])
-        self.dist = DistanceDelta(self.reward_cfg["dist_reward"])
-        self.approach = ApproachShaping(*check_approach_cfg(self.reward_cfg, self.name))
+        self.reward_cfg = read_config(PlaceReward, cfg["reward"])
+        self.success_cfg = read_config(PlaceSuccess, cfg["success"])
+        self.dist = DistanceDelta(self.reward_cfg.dist_reward)
+        self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
         self.target: str | None = None
         self.goal = np.zeros(3)
         self.released = False
         self.mode = "object"  # which distance the dense reward follows: "object" (->goal) or "rest"
 
-    def reset(self, sim: Any, episode: Episode, rng: np.random.Generator) -> None:
+    def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
         if not episode.targets:
             raise ValueError(f"place episode {episode.episode_id} has no target")
         self.sensor_target = target_from_episode(episode)
@@ -55,29 +83,28 @@ class PlaceTask(SkillTask):
         if sim.grasped != self.target:
             self.approach.stop()
 
-    def _obj_to_goal(self, sim: Any) -> float:
+    def _obj_to_goal(self, sim: RearrangeSim) -> float:
         return norm(sim.object_pos(self.target) - self.goal)
 
-    def step(self, sim: Any, full_action: np.ndarray) -> TaskStep:
-        r = self.reward_cfg
-        thresh = float(self.success_cfg["obj_at_goal_threshold"])
-        terms: dict[str, float] = {"slack": float(r["slack"])}
+    def step(self, sim: RearrangeSim, full_action: np.ndarray) -> TaskStep:
+        r, s = self.reward_cfg, self.success_cfg
+        terms: dict[str, float] = {"slack": r.slack}
         info: dict[str, float] = {}
         terminated = False
         held = sim.grasped == self.target
         obj_to_goal = self._obj_to_goal(sim)
-        at_goal = obj_to_goal < thresh
+        at_goal = obj_to_goal < s.obj_at_goal_threshold
         if not self.released and not held:
             self.released = True
             self.approach.stop()  # no approach term after the release
             if self.block_regrasp:
                 self.grip_disabled = True
             if at_goal:
-                terms["place"] = float(r["place_reward"])
+                terms["place"] = r.place_reward
                 info["did_place"] = 1.0
             else:
-                terms["drop"] = -float(r["drop_pen"])
-                terminated |= bool(r["wrong_drop_should_end"])
+                terms["drop"] = -r.drop_pen
+                terminated |= r.wrong_drop_should_end
                 info["wrong_drop"] = 1.0
         mode = "rest" if (self.released and at_goal) else "object"
         if mode != self.mode:
@@ -85,14 +112,13 @@ class PlaceTask(SkillTask):
             self.mode = mode
         if mode == "object":
             dist_term = self.dist(obj_to_goal)
-            terms["dist"] = dist_term if obj_to_goal >= float(r["min_dist_to_goal"]) else 0.0
+            terms["dist"] = dist_term if obj_to_goal >= r.min_dist_to_goal else 0.0
         else:
             terms["dist"] = self.dist(ee_to_rest(sim))
         terms["approach"] = self.approach(sim)
         terminated |= self._force_step(sim, terms, info)
-        success = (not holding_object(sim)) and at_goal and ee_to_rest(sim) < float(
-            self.success_cfg["ee_resting_threshold"])
+        success = (not holding_object(sim)) and at_goal and ee_to_rest(sim) < s.ee_resting_threshold
         if success:
-            terms["success"] = float(r["success_reward"])
-            terminated |= bool(self.success_cfg["end_on_success"])
+            terms["success"] = r.success_reward
+            terminated |= s.end_on_success
         return self._task_step(terms, terminated, success, info)

@@ -1,17 +1,33 @@
 """What every skill task shares: reading its `configs/skill/<name>.yaml` node, the action subsets
 (with or without base movement), the contact-force monitor, and assembling a `TaskStep` whose info
 lists every reward term (`reward/<term>`) so tests and logs can see what paid what.
+
+Config values are read and converted once, at construction: each skill declares frozen dataclasses
+for its `reward` and `success` nodes (`read_config` fills them), so `step` does no dict lookups.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
 from rearrange.actions import check_subsets
 from rearrange.sensors import SensorTarget
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import ForceMonitor, ForceStep, norm
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
+
+ConfigT = TypeVar("ConfigT")
+
+
+def read_config(cls: type[ConfigT], node: Mapping[str, Any]) -> ConfigT:
+    """The dataclass `cls` with each field read from `node` under its own name and converted by its
+    annotated type (`float`, `bool`, `str`); KeyError on a missing key, other keys are ignored."""
+    hints = get_type_hints(cls)
+    return cls(**{f.name: hints[f.name](node[f.name]) for f in fields(cls)})  # type: ignore[arg-type]
 
 
 def skill_action_subsets(cfg: Mapping[str, Any]) -> tuple[str, ...]:
@@ -25,18 +41,21 @@ def skill_action_subsets(cfg: Mapping[str, Any]) -> tuple[str, ...]:
     return check_subsets(subsets)
 
 
-def ee_to_rest(sim: Any) -> float:
+def ee_to_rest(sim: RearrangeSim) -> float:
     """|resting position - ee position| in the base frame (habitat's relative_resting_position norm)."""
     return norm(sim.resting_pos_base - sim.ee_pos_base)
 
 
-def holding_object(sim: Any) -> bool:
+def holding_object(sim: RearrangeSim) -> bool:
     """The gripper holds a movable object (not a handle), like the `is_holding` sensor."""
     return sim.grasped is not None and sim.grasped in sim.object_names
 
 
 class SkillTask:
-    """Base of the seven skill tasks; subclasses implement `reset` and `step` (see `Task`)."""
+    """Base of the seven skill tasks; subclasses implement `reset` and `step` (see `Task`).
+
+    `cfg` (the skill's config node) is read only here and in the subclasses' constructors.
+    """
 
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         self.cfg = cfg
@@ -44,14 +63,12 @@ class SkillTask:
         self.obs_keys = tuple(cfg["obs_keys"])
         self.action_subsets = skill_action_subsets(cfg)
         self.max_steps = int(cfg["max_steps"])
-        self.reward_cfg = cfg["reward"]
-        self.success_cfg = cfg["success"]
         self.sensor_target = SensorTarget()
         self.grip_disabled = False
-        force_cfg = self.reward_cfg.get("force")
+        force_cfg = cfg["reward"].get("force")
         self.force = ForceMonitor(force_cfg) if force_cfg is not None else None
 
-    def _force_step(self, sim: Any, terms: dict[str, float], info: dict[str, float]) -> bool:
+    def _force_step(self, sim: RearrangeSim, terms: dict[str, float], info: dict[str, float]) -> bool:
         """Charge the contact-force penalty into `terms`; True if force termination fired."""
         if self.force is None:
             return False
