@@ -6,6 +6,8 @@ component is navigable, so every navigable point can reach every other one. Geod
 shortest paths on the 8-connected grid (scipy.sparse.csgraph.dijkstra; diagonal moves only where
 both side cells are free), one distance field per goal cell, cached; `region_distance_field` gives
 the distance to the nearest of many cells (a reach region) from one multi-source dijkstra.
+`planning_map(sim)` is the map with the sim's open doors and drawers added, cached per state (the
+oracles plan on it, the approach reward measures on it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 import numpy as np
 from scipy import ndimage, sparse
 from scipy.sparse import csgraph
+
+from rearrange.layout import Box
 
 _SQRT2 = float(np.sqrt(2.0))
 
@@ -328,3 +332,35 @@ def navmap_with_obstacles(layout: Any, extra: Sequence[Any], resolution: float, 
     now), inflated by `robot_radius`."""
     return NavMap(LayoutWithObstacles(layout, extra) if extra else layout, resolution=resolution,
                   robot_radius=robot_radius)
+
+
+_PLANNING_MAPS: OrderedDict[tuple, tuple[Any, NavMap]] = OrderedDict()  # key -> (layout kept alive, map)
+_MAX_PLANNING_MAPS = 16  # a handful of articulated states per layout, a few inflation radii each
+
+
+def moving_obstacles(sim: Any, extra: Sequence[Any] = ()) -> tuple[Box, ...]:
+    """Boxes the sim's static map does not know: `extra` plus the open doors and drawers where they
+    are now. Poses are rounded (1 cm, ~0.6 degree) so that maps built from them can be cached."""
+    boxes = list(extra) + list(sim.moving_part_boxes())
+    return tuple(Box(b.name, tuple(round(float(v), 2) for v in b.center),
+                     tuple(round(float(v), 3) for v in b.half_size), round(float(b.yaw), 2)) for b in boxes)
+
+
+def planning_map(sim: Any, radius: float | None = None, extra: Sequence[Any] | None = None) -> NavMap:
+    """The sim's layout plus `extra` boxes (default: `moving_obstacles(sim)`) inflated by `radius`
+    (default: the base radius), cached (least recently used first out); the sim's own map when
+    nothing is added."""
+    radius = sim.navmap.robot_radius if radius is None else float(radius)
+    extra = moving_obstacles(sim) if extra is None else tuple(extra)
+    if not extra and radius == sim.navmap.robot_radius:
+        return sim.navmap
+    key = (id(sim.layout), sim.navmap.resolution, radius, extra)
+    hit = _PLANNING_MAPS.get(key)
+    if hit is not None:
+        _PLANNING_MAPS.move_to_end(key)
+        return hit[1]
+    navmap = navmap_with_obstacles(sim.layout, extra, sim.navmap.resolution, radius)
+    _PLANNING_MAPS[key] = (sim.layout, navmap)  # the layout is held so its id is not reused meanwhile
+    if len(_PLANNING_MAPS) > _MAX_PLANNING_MAPS:
+        _PLANNING_MAPS.popitem(last=False)
+    return navmap

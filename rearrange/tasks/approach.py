@@ -9,30 +9,24 @@ within 0.8 m of the object in their first 100 steps, 17 of 20 had the base block
 `ApproachShaping` adds `approach_reward` x the decrease of the GEODESIC distance, on the floor's
 navigation grid, from the base to the set of navigable base positions within `approach_reach`
 (horizontal) of the target point. The grid is the layout's nav map with the open doors and drawers
-where they are at the episode start (the obstacles the base sees), cached per layout and
-articulated state; the multi-source distance field is built once per episode reset (one dijkstra),
+where they are at the episode start (the obstacles the base sees; `navmap.planning_map`, cached
+per layout and articulated state, shared with the oracles); the multi-source distance field is built once per episode reset (one dijkstra),
 and each step reads the base's cell from it (O(1)).
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rearrange.layout import Box
-from rearrange.navmap import NavMap, navmap_with_obstacles
+from rearrange.navmap import NavMap, planning_map
 from rearrange.tasks.rewards import DistanceDelta
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
-
-_MAPS: OrderedDict[tuple, tuple[Any, NavMap]] = OrderedDict()  # key -> (layout kept alive, map)
-_MAX_MAPS = 16  # a layout has a handful of articulated states in skill episodes
-
 
 def check_approach_cfg(reward_cfg: Mapping[str, Any], skill: str) -> tuple[float, float]:
     """(approach_reward, approach_reach) of a pick/place reward config; ValueError on a bad value.
@@ -50,28 +44,6 @@ def check_approach_cfg(reward_cfg: Mapping[str, Any], skill: str) -> tuple[float
     if not (math.isfinite(reach) and reach > 0.0):
         raise ValueError(f"skill.reward.approach_reach must be > 0 (got {reach}, skill {skill})")
     return coef, reach
-
-
-def state_navmap(sim: RearrangeSim) -> NavMap:
-    """The sim's nav map with its open doors and drawers (as they are now) as obstacles, cached per
-    layout and articulated state (box poses rounded to 1 cm / 0.01 rad); the sim's own map when none
-    is open."""
-    boxes = tuple(Box(b.name, tuple(round(float(v), 2) for v in b.center),
-                      tuple(round(float(v), 3) for v in b.half_size), round(float(b.yaw), 2))
-                  for b in sim.moving_part_boxes())
-    base = sim.navmap
-    if not boxes:
-        return base
-    key = (id(sim.layout), base.resolution, base.robot_radius, boxes)
-    hit = _MAPS.get(key)
-    if hit is not None:
-        _MAPS.move_to_end(key)
-        return hit[1]
-    navmap = navmap_with_obstacles(sim.layout, boxes, base.resolution, base.robot_radius)
-    _MAPS[key] = (sim.layout, navmap)  # the layout is held so its id is not reused meanwhile
-    if len(_MAPS) > _MAX_MAPS:
-        _MAPS.popitem(last=False)
-    return navmap
 
 
 class ApproachShaping:
@@ -93,7 +65,7 @@ class ApproachShaping:
         self.delta.reset(None)
         if not self.active:
             return
-        self.navmap = state_navmap(sim)
+        self.navmap = planning_map(sim)
         self.field = self.navmap.region_distance_field(np.asarray(target_xyz, dtype=np.float64)[:2], self.reach)
         self.delta.reset(self.distance(sim))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rearrange.layout import Box
+from rearrange.navmap import moving_obstacles, planning_map
 from rearrange.sensors import wrap_angle
 
 
@@ -23,35 +23,7 @@ def base_step_sizes(sim) -> tuple[float, float]:
     return float(base["max_lin_per_step"]), float(base["max_ang_per_step"])
 
 
-_MAPS: dict[tuple, object] = {}  # planning maps by (layout, radius, extra boxes); a handful per layout
-_MAX_MAPS = 8
 DOOR_MIN_HEIGHT = 1.2  # m: an open moving part whose top is higher than this blocks reaching past it
-
-
-def moving_obstacles(sim, extra=()) -> tuple:
-    """Boxes the sim's static map does not know: open doors and drawers where they are now, plus
-    `extra`. Poses are rounded (2 cm, ~1 degree) so that planning maps can be cached."""
-    boxes = list(extra) + list(sim.moving_part_boxes())
-    return tuple(Box(b.name, tuple(round(float(v), 2) for v in b.center),
-                     tuple(round(float(v), 3) for v in b.half_size), round(float(b.yaw), 2)) for b in boxes)
-
-
-def planning_map(sim, radius: float | None = None, extra: tuple | None = None):
-    """A navigation map of the layout plus `extra` boxes (default: `moving_obstacles(sim)`) inflated
-    by `radius` (default: the base radius), cached; the sim's own map when nothing is added."""
-    radius = sim.navmap.robot_radius if radius is None else float(radius)
-    extra = moving_obstacles(sim) if extra is None else tuple(extra)
-    if not extra and radius == sim.navmap.robot_radius:
-        return sim.navmap
-    # the cache holds the layout itself, so its id cannot be reused by another layout meanwhile
-    key = (id(sim.layout), radius, extra)
-    if key not in _MAPS:
-        from rearrange.navmap import navmap_with_obstacles
-
-        if len(_MAPS) >= _MAX_MAPS:
-            _MAPS.pop(next(iter(_MAPS)))
-        _MAPS[key] = (sim.layout, navmap_with_obstacles(sim.layout, extra, sim.navmap.resolution, radius))
-    return _MAPS[key][1]
 
 
 @dataclass(frozen=True)
