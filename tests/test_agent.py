@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from agent_doubles import FirstCallReplaced
 
 from eval.agent import (
     AGENT_TYPES,
@@ -57,22 +58,6 @@ class _Stall:
         return a
 
 
-class _StallFirst:
-    """Skill factory: oracles, except that the first call of `skill` stalls."""
-
-    def __init__(self, skill: str):
-        self.inner = OracleSkills()
-        self.skill = skill
-        self.stalled = False
-
-    def __call__(self, name: str):
-        controller = self.inner(name)
-        if name == self.skill and not self.stalled:
-            self.stalled = True
-            return _Stall(controller.skill)
-        return controller
-
-
 def _env(scenario: str, max_steps: int) -> RearrangeEnv:
     cfg = load_hab_config([f"hab_task.max_steps={max_steps}"])
     episodes = generate_episodes(scenario, "val", 1, 0)
@@ -83,7 +68,8 @@ def _env(scenario: str, max_steps: int) -> RearrangeEnv:
 def test_replans_after_injected_pick_failure_and_picks_again(renavigate):
     env = _env("tidy_house", 800)
     try:
-        agent = HabAgent("oracle", _StallFirst("pick"), max_replans=2, renavigate=renavigate)
+        stall_first_pick = FirstCallReplaced("pick", lambda oracle: _Stall(oracle.skill))
+        agent = HabAgent("oracle", stall_first_pick, max_replans=2, renavigate=renavigate)
         out = agent.run_episode(env, 0)
     finally:
         env.close()
@@ -104,7 +90,7 @@ def test_replans_after_injected_pick_failure_and_picks_again(renavigate):
 def test_failure_is_recorded_when_replans_are_exhausted():
     env = _env("tidy_house", 700)
     try:
-        agent = HabAgent("oracle", _StallFirst("pick"), max_replans=0)
+        agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: _Stall(oracle.skill)), max_replans=0)
         out = agent.run_episode(env, 0)
     finally:
         env.close()

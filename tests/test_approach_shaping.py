@@ -4,6 +4,7 @@ the grasp or release, bad values)."""
 
 import numpy as np
 import pytest
+from sim_poses import put_at_suction_cup
 
 from rearrange.layout import ApartmentLayout, Box
 from rearrange.navmap import NavMap
@@ -145,15 +146,6 @@ def test_defaults_and_exactly_zero_when_off():
     env.close()
 
 
-def _put_at_suction_cup(sim, name):
-    """Teleport object `name` so that it touches the suction cup (not grasped yet)."""
-    art = {n: sim.art_q(n) for n in sim.art_names}
-    poses = {n: (sim.object_pos(n), sim.object_quat(n)) for n in sim.object_names}
-    sim.reset_state(poses, art, sim.base_xy, sim.base_yaw, arm_qpos=sim.arm_qpos, grasped=name)
-    poses = {n: (sim.object_pos(n), sim.object_quat(n)) for n in sim.object_names}
-    sim.reset_state(poses, art, sim.base_xy, sim.base_yaw, arm_qpos=sim.arm_qpos, grasped=None)
-
-
 def _arm_toward(sim, point, step=0.02):
     """Arm action moving the ee `step` m toward `point` (damped least squares on the ee Jacobian)."""
     jac = sim.ee_jacobian()
@@ -182,7 +174,7 @@ def test_pick_term_stops_after_the_grasp():
     for _ in range(25):  # arm out, away from the resting position (a grasp at rest would succeed at once)
         env.step(action(env, arm=_arm_toward(sim, sim.object_pos(target)), grip=-1.0))
     assert ap.active
-    _put_at_suction_cup(sim, target)
+    put_at_suction_cup(sim, target)
     _, _, term, _, info = env.step(action(env, grip=1.0))
     assert sim.grasped == target and info["reward/pick"] == 2.0 and not term
     assert info["reward/approach"] == 0.0 and not ap.active

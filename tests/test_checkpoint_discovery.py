@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_errors import one_line_exit_2
 from skill_checkpoints import untrained_checkpoint
 
 import eval.skill_library as library
@@ -28,15 +29,6 @@ def _run_folder(root: Path, skill: str, steps: list[int], make=None) -> list[Pat
         else:
             make(p)
     return paths
-
-
-def _one_line_error(capsys, fn, argv) -> str:
-    with pytest.raises(SystemExit) as exc:
-        fn(argv)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ") and len(err.splitlines()) == 1, err
-    return err
 
 
 def test_train_skill_run_folder_gives_the_newest_checkpoint(tmp_path):
@@ -106,7 +98,7 @@ def test_eval_hab_names_a_skill_with_no_shipped_checkpoint(tmp_path, monkeypatch
     from eval.hab_eval import main
 
     monkeypatch.setattr(library, "SHIPPED_CHECKPOINTS", tmp_path / "shipped")
-    err = _one_line_error(capsys, main, ["--scenario", "prepare_groceries", "--agent", "tp-srl", "--episodes",
+    err = one_line_exit_2(capsys, main, ["--scenario", "prepare_groceries", "--agent", "tp-srl", "--episodes",
                                          "1", "--out", str(tmp_path / "out"), "--no-progress"])
     assert "no checkpoint for skill 'nav'" in err and "--checkpoint-dir" in err
     assert not (tmp_path / "out").exists()
@@ -132,10 +124,10 @@ def test_eval_skill_run_folder_and_missing_shipped_checkpoint(tmp_path, monkeypa
           "--out", str(out), "eval.bootstrap_samples=100"])
     assert json.loads(out.read_text())["checkpoint"] == str(newest)
     (tmp_path / "empty" / "checkpoints").mkdir(parents=True)
-    err = _one_line_error(capsys, main, ["--skill", "place", "--checkpoint", str(tmp_path / "empty")])
+    err = one_line_exit_2(capsys, main, ["--skill", "place", "--checkpoint", str(tmp_path / "empty")])
     assert "holds no ckpt_<step>.pt" in err
     monkeypatch.setattr(library, "SHIPPED_CHECKPOINTS", tmp_path / "shipped")
-    err = _one_line_error(capsys, main, ["--skill", "nav", "--out", str(tmp_path / "n.json")])
+    err = one_line_exit_2(capsys, main, ["--skill", "nav", "--out", str(tmp_path / "n.json")])
     assert "skill 'nav'" in err and str(tmp_path / "shipped" / "nav.pt") in err
     assert "--checkpoint" in err and "--oracle" in err
     assert not (tmp_path / "n.json").exists()

@@ -6,36 +6,28 @@ import json
 
 import imageio.v2 as iio
 import pytest
+from cli_errors import one_line_exit_2
 from PIL import Image
 from skill_checkpoints import untrained_checkpoint
 
 from eval.hab_eval import main
 
 
-def _fails(capsys, argv: list[str]) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1, err
-    return err
-
-
 def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path):
-    err = _fails(capsys, ["--scenario", "tidy_kitchen", "--out", str(tmp_path)])
+    err = one_line_exit_2(capsys, main, ["--scenario", "tidy_kitchen", "--out", str(tmp_path)])
     assert "tidy_kitchen" in err and "tidy_house, prepare_groceries, set_table" in err
-    err = _fails(capsys, ["--scenario", "tidy_house", "--agent", "magic", "--out", str(tmp_path)])
+    err = one_line_exit_2(capsys, main, ["--scenario", "tidy_house", "--agent", "magic", "--out", str(tmp_path)])
     assert "magic" in err and "oracle, tp-srl, tp-srl-nonav" in err
-    err = _fails(capsys, ["--scenario", "tidy_house", "--split", "test", "--out", str(tmp_path)])
+    err = one_line_exit_2(capsys, main, ["--scenario", "tidy_house", "--split", "test", "--out", str(tmp_path)])
     assert "train, val" in err
-    err = _fails(capsys, ["--scenario", "tidy_house", "--out", str(tmp_path), "agent.no_such_key=1"])
+    err = one_line_exit_2(capsys, main, ["--scenario", "tidy_house", "--out", str(tmp_path), "agent.no_such_key=1"])
     assert "override" in err
-    err = _fails(capsys, ["--scenario", "tidy_house", "--out", str(tmp_path), "--mode", "sometimes"])
+    err = one_line_exit_2(capsys, main, ["--scenario", "tidy_house", "--out", str(tmp_path), "--mode", "sometimes"])
     assert "agent.mode" in err and "replan, fixed" in err
-    err = _fails(capsys, ["--scenario", "tidy_house", "--out", str(tmp_path), "agent.max_replans=-1"])
+    err = one_line_exit_2(capsys, main, ["--scenario", "tidy_house", "--out", str(tmp_path), "agent.max_replans=-1"])
     assert "agent.max_replans" in err
-    err = _fails(capsys, ["--scenario", "set_table", "--agent", "tp-srl", "--episodes", "1",
-                          "--checkpoint-dir", str(tmp_path / "ckpts"), "--out", str(tmp_path)])
+    err = one_line_exit_2(capsys, main, ["--scenario", "set_table", "--agent", "tp-srl", "--episodes", "1",
+                                         "--checkpoint-dir", str(tmp_path / "ckpts"), "--out", str(tmp_path)])
     assert "checkpoint for skill 'nav' not found" in err and str(tmp_path / "ckpts" / "nav.pt") in err
     assert not (tmp_path / "results.json").exists()
 
@@ -45,8 +37,8 @@ def test_corrupt_checkpoint_exit_2(capsys, tmp_path):
     ckpts.mkdir()
     for skill in ("nav", "pick", "place"):
         (ckpts / f"{skill}.pt").write_bytes(b"not a checkpoint")
-    err = _fails(capsys, ["--scenario", "prepare_groceries", "--agent", "tp-srl", "--episodes", "1",
-                          "--checkpoint-dir", str(ckpts), "--out", str(tmp_path / "out")])
+    err = one_line_exit_2(capsys, main, ["--scenario", "prepare_groceries", "--agent", "tp-srl", "--episodes", "1",
+                                         "--checkpoint-dir", str(ckpts), "--out", str(tmp_path / "out")])
     assert "nav.pt" in err
 
 

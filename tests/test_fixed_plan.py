@@ -10,6 +10,7 @@ import os
 import stat
 
 import pytest
+from agent_doubles import FirstCallReplaced
 
 from eval.agent import AGENT_MODES, HabAgent, OracleSkills, check_agent_config, make_agent
 from eval.hab_eval import initial_plans, main
@@ -39,22 +40,6 @@ class _Hurried:
         return self.inner.act(sim, obs)
 
 
-class _FirstCallHurried:
-    """Skill factory: the oracles, except that the first call of `skill` times out after 5 steps."""
-
-    def __init__(self, skill: str):
-        self.oracles = OracleSkills()
-        self.skill = skill
-        self.used = False
-
-    def __call__(self, name: str):
-        controller = self.oracles(name)
-        if name == self.skill and not self.used:
-            self.used = True
-            return _Hurried(controller, timeout=5)
-        return controller
-
-
 def _run(scenario: str, mode: str, max_steps: int, skills=None):
     cfg = load_hab_config([f"hab_task.max_steps={max_steps}", f"agent.mode={mode}"])
     env = RearrangeEnv(HabTask(scenario, cfg, obs_keys=()), generate_episodes(scenario, "val", 1, 0),
@@ -70,7 +55,7 @@ def _run(scenario: str, mode: str, max_steps: int, skills=None):
 
 
 def test_fixed_mode_never_replans_after_a_failed_skill():
-    out = _run("tidy_house", "fixed", 420, _FirstCallHurried("pick"))
+    out = _run("tidy_house", "fixed", 420, FirstCallReplaced("pick", lambda oracle: _Hurried(oracle, timeout=5)))
     labels = [r.label for r in out.skill_runs]
     # the pick timed out without holding obj_0; the plan goes on to the goal regardless
     assert labels[:3] == ["nav(obj_0)", "pick(obj_0)", "nav(goal_obj_0)"]
@@ -85,7 +70,7 @@ def test_fixed_mode_never_replans_after_a_failed_skill():
 
 
 def test_replan_mode_replans_in_the_same_situation():
-    out = _run("tidy_house", "replan", 420, _FirstCallHurried("pick"))
+    out = _run("tidy_house", "replan", 420, FirstCallReplaced("pick", lambda oracle: _Hurried(oracle, timeout=5)))
     labels = [r.label for r in out.skill_runs]
     assert labels[:2] == ["nav(obj_0)", "pick(obj_0)"] and not out.skill_runs[1].effects_hold
     assert out.num_replans >= 1

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from cli_errors import one_line_exit_2
 from gymnasium import spaces
 from skill_checkpoints import untrained_checkpoint
 
@@ -156,15 +157,6 @@ def test_another_field_of_view_cannot_run_beside_the_others(mixed, tmp_path):
         skills.serve_observations(None)
 
 
-def _exit_2(capsys, main, argv) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ") and len(err.splitlines()) == 1, err
-    return err
-
-
 def test_eval_hab_and_eval_skill_exit_2_on_unservable_observations(mixed, tmp_path, capsys):
     from eval.hab_eval import main as eval_hab
     from eval.skill_eval import main as eval_skill
@@ -173,15 +165,15 @@ def test_eval_hab_and_eval_skill_exit_2_on_unservable_observations(mixed, tmp_pa
     untrained_checkpoint(bad / "pick.pt", "pick", RAYCAST_16,
                          obs_space=_pick_space(16, {"magic": spaces.Box(-1, 1, (3,), np.float32)}))
     (bad / "place.pt").write_bytes((mixed / "place.pt").read_bytes())
-    err = _exit_2(capsys, eval_hab, ["--scenario", "prepare_groceries", "--agent", "tp-srl-nonav", "--episodes",
-                                     "1", "--checkpoint-dir", str(bad), "--out", str(tmp_path / "out"),
-                                     "--no-progress"])
+    err = one_line_exit_2(capsys, eval_hab, ["--scenario", "prepare_groceries", "--agent", "tp-srl-nonav",
+                                             "--episodes", "1", "--checkpoint-dir", str(bad),
+                                             "--out", str(tmp_path / "out"), "--no-progress"])
     assert "skill pick" in err and "'magic'" in err
     assert not (tmp_path / "out").exists()
     skill_argv = ["--skill", "pick", "--episodes", "1", "--out", str(tmp_path / "r.json"), "--no-progress"]
-    err = _exit_2(capsys, eval_skill, [*skill_argv, "--checkpoint", str(bad / "pick.pt")])
+    err = one_line_exit_2(capsys, eval_skill, [*skill_argv, "--checkpoint", str(bad / "pick.pt")])
     assert "magic" in err and "does not observe" in err
     untrained_checkpoint(bad / "lidar.pt", "pick", RAYCAST_16, edit_config=_set_backend("lidar"))
-    err = _exit_2(capsys, eval_skill, [*skill_argv, "--checkpoint", str(bad / "lidar.pt")])
+    err = one_line_exit_2(capsys, eval_skill, [*skill_argv, "--checkpoint", str(bad / "lidar.pt")])
     assert "lidar" in err and "raycast" in err
     assert not (tmp_path / "r.json").exists()

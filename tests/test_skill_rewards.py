@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+from sim_poses import put_at_suction_cup
 
 from rearrange.tasks.rewards import DistanceDelta, ForceMonitor, heading_error
 from rearrange.tasks.skill_tasks import load_skill_config
@@ -112,15 +113,6 @@ def arm_toward(sim, point, step=0.02):
 
 def arm_to_rest(sim):
     return np.clip((sim.REST_ARM_QPOS - sim.arm_qpos) / 0.0125, -1.0, 1.0)
-
-
-def put_at_suction_cup(sim, name):
-    """Teleport object `name` so that it touches the suction cup (not grasped yet)."""
-    art = {n: sim.art_q(n) for n in sim.art_names}
-    poses = {n: (sim.object_pos(n), sim.object_quat(n)) for n in sim.object_names}
-    sim.reset_state(poses, art, sim.base_xy, sim.base_yaw, arm_qpos=sim.arm_qpos, grasped=name)
-    poses = {n: (sim.object_pos(n), sim.object_quat(n)) for n in sim.object_names}
-    sim.reset_state(poses, art, sim.base_xy, sim.base_yaw, arm_qpos=sim.arm_qpos, grasped=None)
 
 
 def test_pick_dist_reward_sign_toward_and_away():
