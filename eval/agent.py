@@ -48,7 +48,7 @@ from eval.skill_library import CheckpointMissing as CheckpointMissing
 from eval.skill_library import LearnedSkills
 from eval.skill_library import PolicyController as PolicyController
 from eval.skill_library import resolve_checkpoints as resolve_checkpoints
-from planner.fixed_plan import fixed_steps, renavigate_after
+from planner.fixed_plan import fixed_steps, renavigate_after, without_robot_at
 from planner.grounding import SKILL_OF_ACTION, SkillCall, SkillTarget, ground_action
 from planner.predicates import SymbolicInputs, load_planner_cfg
 from planner.problem import build_planner
@@ -292,7 +292,7 @@ class HabAgent:
             return False
         run.replans += 1
         if self.renavigate:  # approach again before retrying: the robot is "at" nothing
-            observed = frozenset(a for a in observed if a[0] != "robot_at")
+            observed = without_robot_at(observed)
         try:
             new_plan = replan(planner, observed)
         except PlanningError:
@@ -305,7 +305,7 @@ class HabAgent:
     def _replanned_state(self, planner: Any, observed: frozenset) -> frozenset:
         """The state a re-plan started from (what the agent believes after re-planning)."""
         if self.renavigate:
-            observed = frozenset(a for a in observed if a[0] != "robot_at")
+            observed = without_robot_at(observed)
         return planner.check_state(observed) | planner.static_facts
 
     def _run_skill(self, env: Any, call: SkillCall, run: _EpisodeRun, observer: StepObserver | None) -> bool:

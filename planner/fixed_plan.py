@@ -58,7 +58,8 @@ class FixedStep:
     expected: frozenset[Atom]
 
 
-def _without_robot_at(state: State) -> State:
+def without_robot_at(state: State) -> State:
+    """`state` with the robot at nothing (a navigation is needed before acting at any entity)."""
     return frozenset(a for a in state if a[0] != "robot_at")
 
 
@@ -70,7 +71,7 @@ def fixed_steps(planner: Planner, plan: Iterable[GroundAction], state: Iterable[
     believed = planner.init if state is None else planner.check_state(state) | planner.static_facts
     out: list[FixedStep] = []
     for action in plan:
-        before = _without_robot_at(believed) if action.name in NAV_ACTIONS else believed
+        before = without_robot_at(believed) if action.name in NAV_ACTIONS else believed
         after = planner.apply(before, action)
         out.append(FixedStep(action, frozenset(a for a in after - before if a[0] not in unchecked)))
         believed = after
