@@ -211,10 +211,14 @@ class NavMap:
             return float("inf")
         return float(self._field_for_cell(b_cell)[a_cell])
 
-    def region_distance_field(self, xy: Sequence[float], radius: float) -> np.ndarray:
+    def region_distance_field(self, xy: Sequence[float], radius: float,
+                              opening: tuple[np.ndarray, float] | None = None) -> np.ndarray:
         """Geodesic distance (metres) from every cell to the nearest navigable cell whose centre lies
         within `radius` (horizontal) of `xy`; inf off the navigable area.
 
+        `opening` = (outward unit vector (2,), half width): only the cells in front of `xy` along the
+        vector and within the half width of that line count (a point inside a container is reached
+        through its opening, not through its side walls); when none does, the plain radius applies.
         One multi-source dijkstra (`min_only`) over all those cells; when none lies within `radius`,
         the single navigable cell nearest to `xy` is the source. Not cached (a target point is rarely
         asked for twice); read it with `field_at`.
@@ -225,8 +229,14 @@ class NavMap:
         hi = np.minimum(np.ceil((c + r - self.origin) / res).astype(int) + 1, self.shape)
         ii, jj = np.nonzero(self.largest_component_mask[lo[0]:hi[0], lo[1]:hi[1]])
         ii, jj = ii + lo[0], jj + lo[1]
-        centres = self.origin + (np.stack([ii, jj], axis=1) + 0.5) * res
-        keep = np.linalg.norm(centres - c, axis=1) <= r
+        offsets = self.origin + (np.stack([ii, jj], axis=1) + 0.5) * res - c
+        keep = np.linalg.norm(offsets, axis=1) <= r
+        if opening is not None:
+            out, half_width = np.asarray(opening[0], dtype=np.float64), float(opening[1])
+            along = offsets @ out
+            across = np.abs(offsets[:, 0] * out[1] - offsets[:, 1] * out[0])
+            in_front = keep & (along >= 0.0) & (across <= half_width)
+            keep = in_front if in_front.any() else keep
         nodes = self._node_of[ii[keep], jj[keep]]
         if len(nodes) == 0:
             cell = self.snap_cell(c, max_dist=float("inf"))

@@ -80,6 +80,45 @@ def test_region_field_is_zero_in_reach_and_detours_around_a_wall():
     assert np.isfinite(nav.field_at(lone, (1.0, 3.0))) and np.nanmin(lone) == 0.0
 
 
+def test_region_through_an_opening_excludes_the_sides():
+    """A target 0.2 m inside a 'container' whose opening faces -x: only points straight out of the opening
+    (within the half width of the line out of it) are in reach; beside it the field is positive."""
+    layout = ApartmentLayout(seed=0, bounds=((0.0, 0.0), (6.0, 4.0)), rooms=[], walls=[], furniture=[],
+                             receptacles={}, articulated={}, footprints=[])
+    nav = NavMap(layout, resolution=0.05, robot_radius=0.3)
+    target, out = (4.0, 2.0), np.array([-1.0, 0.0])
+    plain = nav.region_distance_field(target, 0.8)
+    front = nav.region_distance_field(target, 0.8, (out, 0.25))
+    assert nav.field_at(front, (3.4, 2.0)) == 0.0 and nav.field_at(front, (3.4, 2.2)) == 0.0  # straight out
+    beside = (4.0, 2.6)  # 0.6 m from the target, off the opening's line
+    assert nav.field_at(plain, beside) == 0.0 and nav.field_at(front, beside) > 0.3
+    assert nav.field_at(plain, (4.6, 2.0)) == 0.0 and nav.field_at(front, (4.6, 2.0)) > 0.5  # behind it
+    # a half width no cell satisfies (an opening into a wall) falls back to the plain radius
+    walled = nav.region_distance_field(target, 0.8, (np.array([0.0, 1.0]), 0.0))
+    assert np.array_equal(np.isfinite(walled), np.isfinite(plain))
+
+
+def test_pick_in_the_fridge_is_approached_through_its_opening():
+    """On a generated fridge-shelf pick the region lies straight out of the fridge: every zero cell is in
+    front of the opening, within the half width of the line out of it."""
+    from rearrange.generate import generate_episodes
+    from rearrange.generate_context import opening_outward
+
+    episode = next(e for e in generate_episodes("pick", "train", 40, 0)
+                   if next(o.receptacle for o in e.objects if o.name == e.targets[0].object).startswith("fridge"))
+    env = make_env("pick", episode)
+    sim, ap = env.sim, env.task.approach
+    assert ap.opening_halfwidth == 0.25  # configs/skill/pick.yaml
+    rec = sim.layout.receptacles[next(o.receptacle for o in episode.objects if o.name == env.task.target)]
+    out = opening_outward(sim.layout, rec)
+    zero = np.argwhere(ap.field == 0.0)
+    assert len(zero) > 0
+    offsets = np.array([ap.navmap.cell_to_world(c) for c in zero]) - sim.object_pos(env.task.target)[:2]
+    assert np.all(offsets @ out >= 0.0)
+    assert np.all(np.abs(offsets[:, 0] * out[1] - offsets[:, 1] * out[0]) <= 0.25 + 1e-9)
+    env.close()
+
+
 # ----------------------------------------------------------------------------- pick and place on a sim
 
 
@@ -199,6 +238,7 @@ def test_place_term_while_held_stops_after_the_release():
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("approach_reward", -0.5, "skill.reward.approach_reward must be >= 0"),
     ("approach_reach", 0.0, "skill.reward.approach_reach must be > 0"),
+    ("approach_opening_halfwidth", -0.1, "skill.reward.approach_opening_halfwidth must be >= 0"),
 ])
 @pytest.mark.parametrize("skill", ["pick", "place"])
 def test_bad_value_one_line_error(skill, key, value, message):

@@ -10,8 +10,12 @@ within 0.8 m of the object in their first 100 steps, 17 of 20 had the base block
 navigation grid, from the base to the set of navigable base positions within `approach_reach`
 (horizontal) of the target point. The grid is the layout's nav map with the open doors and drawers
 where they are at the episode start (the obstacles the base sees; `navmap.planning_map`, cached
-per layout and articulated state, shared with the oracles); the multi-source distance field is built once per episode reset (one dijkstra),
-and each step reads the base's cell from it (O(1)).
+per layout and articulated state, shared with the oracles); the multi-source distance field is built
+once per episode reset (one dijkstra), and each step reads the base's cell from it (O(1)). For a
+target inside a container (fridge shelf, drawer) and `approach_opening_halfwidth` > 0 the region is
+only the points straight out of the container's opening (within that half width of the line out of
+it), as the episode generator requires: a base beside the fridge is within 0.8 m of a shelf object
+but cannot reach it through the side wall.
 """
 
 from __future__ import annotations
@@ -22,20 +26,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rearrange.generate_context import opening_outward
 from rearrange.navmap import NavMap, planning_map
 from rearrange.tasks.rewards import DistanceDelta
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
 
-def check_approach_cfg(reward_cfg: Mapping[str, Any], skill: str) -> tuple[float, float]:
-    """(approach_reward, approach_reach) of a pick/place reward config; ValueError on a bad value.
+def check_approach_cfg(reward_cfg: Mapping[str, Any], skill: str) -> tuple[float, float, float]:
+    """(approach_reward, approach_reach, approach_opening_halfwidth) of a pick/place reward config;
+    ValueError on a bad value.
 
-    A config without `approach_reward` (one saved before the term existed) has the term off.
+    A config without `approach_reward` (one saved before the term existed) has the term off; one without
+    `approach_opening_halfwidth` (saved before it existed) uses the plain radius for containers too.
     """
     coef = float(reward_cfg.get("approach_reward", 0.0))
     if "approach_reach" not in reward_cfg and coef == 0.0:
-        return 0.0, 1.0  # off: the reach is never used
+        return 0.0, 1.0, 0.0  # off: the reach is never used
     if "approach_reach" not in reward_cfg:
         raise ValueError(f"skill.reward.approach_reach is missing (skill {skill} sets approach_reward)")
     reach = float(reward_cfg["approach_reach"])
@@ -43,30 +50,41 @@ def check_approach_cfg(reward_cfg: Mapping[str, Any], skill: str) -> tuple[float
         raise ValueError(f"skill.reward.approach_reward must be >= 0 (got {coef}, skill {skill})")
     if not (math.isfinite(reach) and reach > 0.0):
         raise ValueError(f"skill.reward.approach_reach must be > 0 (got {reach}, skill {skill})")
-    return coef, reach
+    half_width = float(reward_cfg.get("approach_opening_halfwidth", 0.0))
+    if not (math.isfinite(half_width) and half_width >= 0.0):
+        raise ValueError(f"skill.reward.approach_opening_halfwidth must be >= 0 (got {half_width}, skill {skill})")
+    return coef, reach, half_width
 
 
 class ApproachShaping:
     """`coef` x decrease of the geodesic base distance to the navigable points within `reach` of a
-    target; 0 when `coef` is 0 (nothing is built) and once `stop()` was called."""
+    target; 0 when `coef` is 0 (nothing is built) and once `stop()` was called. `opening_halfwidth` > 0:
+    a target in a container is approached through the container's opening (module docstring)."""
 
-    def __init__(self, coef: float, reach: float) -> None:
+    def __init__(self, coef: float, reach: float, opening_halfwidth: float = 0.0) -> None:
         self.coef = float(coef)
         self.reach = float(reach)
+        self.opening_halfwidth = float(opening_halfwidth)
         self.delta = DistanceDelta(self.coef)
         self.navmap: NavMap | None = None
         self.field: np.ndarray | None = None
         self.active = False
 
-    def reset(self, sim: RearrangeSim, target_xyz: Any) -> None:
-        """Build the distance field to the reach region of `target_xyz` and start paying for progress."""
+    def reset(self, sim: RearrangeSim, target_xyz: Any, receptacle: str | None = None) -> None:
+        """Build the distance field to the reach region of `target_xyz` (on `receptacle`, a name in the
+        sim's layout, or None) and start paying for progress."""
         self.active = self.coef > 0.0
         self.navmap = self.field = None
         self.delta.reset(None)
         if not self.active:
             return
         self.navmap = planning_map(sim)
-        self.field = self.navmap.region_distance_field(np.asarray(target_xyz, dtype=np.float64)[:2], self.reach)
+        rec = sim.layout.receptacles.get(receptacle) if receptacle is not None else None
+        opening = None
+        if rec is not None and rec.container is not None and self.opening_halfwidth > 0.0:
+            opening = (opening_outward(sim.layout, rec), self.opening_halfwidth)
+        self.field = self.navmap.region_distance_field(np.asarray(target_xyz, dtype=np.float64)[:2], self.reach,
+                                                       opening)
         self.delta.reset(self.distance(sim))
 
     def distance(self, sim: RearrangeSim) -> float:

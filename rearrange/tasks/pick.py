@@ -75,7 +75,8 @@ class PickTask(SkillTask):
         if self.force is not None:
             self.force.reset()
         self.dist.reset(self._distance(sim))
-        self.approach.reset(sim, sim.object_pos(self.target))
+        receptacle = next((o.receptacle for o in episode.objects if o.name == self.target), None)
+        self.approach.reset(sim, sim.object_pos(self.target), receptacle)
         if sim.grasped == self.target:
             self.approach.stop()
 

@@ -79,7 +79,7 @@ class PlaceTask(SkillTask):
             self.force.reset()
         self.mode = "object"
         self.dist.reset(self._obj_to_goal(sim))
-        self.approach.reset(sim, self.goal)
+        self.approach.reset(sim, self.goal, episode.targets[0].goal_receptacle)
         if sim.grasped != self.target:
             self.approach.stop()
 
