@@ -58,7 +58,7 @@ def evaluate_checkpoint(path: str, episodes: int, split: str, seed: int) -> dict
     import torch
 
     torch.set_num_threads(1)
-    from eval.skill_eval import PolicyAgent, _make_env, run_episode, summarize
+    from eval.skill_eval import PolicyAgent, _make_env, breakdown, run_episode, summarize
     from rearrange.generate import generate_episodes
     from skills.policy import SkillPolicy
 
@@ -73,7 +73,7 @@ def evaluate_checkpoint(path: str, episodes: int, split: str, seed: int) -> dict
         env.close()
     summary = summarize(rows, EVAL_CFG)
     return {"checkpoint": path, "success": summary["success"],
-            "mean_steps": float(np.mean([r["measures"]["steps"] for r in rows]))}
+            "mean_steps": float(np.mean([r["measures"]["steps"] for r in rows])), **breakdown(rows)}
 
 
 def plot(points: list[dict[str, Any]], out: Path, title: str) -> None:

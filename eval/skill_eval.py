@@ -97,12 +97,43 @@ class PolicyAgent:
 # ----------------------------------------------------------------------------- episodes
 
 
+# why an episode that did not succeed ended, read from its last step's info (first match wins)
+FAILURE_FLAGS = ("force_terminate", "wrong_pick", "wrong_grasp", "wrong_drop", "dropped")
+
+
+def end_reason(success: bool, terminated: bool, info: Mapping[str, Any]) -> str:
+    """'success', the task's failure flag that ended the episode (`FAILURE_FLAGS`), 'timeout' (the step
+    limit), or 'ended' (terminated for another reason)."""
+    if success:
+        return "success"
+    if terminated:
+        return next((flag for flag in FAILURE_FLAGS if float(info.get(flag, 0.0)) > 0.5), "ended")
+    return "timeout"
+
+
+def receptacle_group(env: Any) -> str | None:
+    """Where the episode's first target is (pick: its receptacle; place: the goal's): 'surface' or the
+    container's name without its index ('fridge', 'drawer'); None for episodes without targets."""
+    episode = env.current_episode
+    if not episode.targets:
+        return None
+    target = episode.targets[0]
+    name = target.goal_receptacle if episode.kind == "place" else next(
+        (o.receptacle for o in episode.objects if o.name == target.object), None)
+    rec = env.sim.layout.receptacles.get(name) if name is not None else None
+    if rec is None:
+        return None
+    return "surface" if rec.container is None else rec.container.rstrip("0123456789").rstrip("_")
+
+
 def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarray], None] | None,
                 skill: str, video_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """One episode (the dataset's `index`-th); returns its id, success, return, steps and final measures."""
+    """One episode (the dataset's `index`-th); returns its id, success, why it ended, where its target
+    is, return, steps and final measures."""
     obs, info = env.reset(options={"episode_index": index})
     agent.reset(env, obs)
     episode_id = env.current_episode.episode_id
+    group = receptacle_group(env)
     total, steps, success = 0.0, 0, False
     every = max(1, int(video_cfg.get("every", 1)))
 
@@ -132,7 +163,22 @@ def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarr
             break
     measures = {k: float(v) for k, v in info.items() if isinstance(v, (int, float)) and math.isfinite(float(v))}
     measures.update({"return": total, "steps": float(steps)})
-    return {"episode_id": str(episode_id), "success": success, "measures": measures}
+    return {"episode_id": str(episode_id), "success": success, "end": end_reason(success, terminated, info),
+            "receptacle": group, "measures": measures}
+
+
+def breakdown(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Counts of how episodes ended, and successes / episodes per target receptacle group."""
+    ends: dict[str, int] = {}
+    groups: dict[str, list[int]] = {}
+    for r in rows:
+        ends[r["end"]] = ends.get(r["end"], 0) + 1
+        if r.get("receptacle") is not None:
+            g = groups.setdefault(r["receptacle"], [0, 0])
+            g[0] += int(r["success"])
+            g[1] += 1
+    return {"ends": dict(sorted(ends.items(), key=lambda kv: -kv[1])),
+            "by_receptacle": {k: {"success": v[0], "episodes": v[1]} for k, v in sorted(groups.items())}}
 
 
 def summarize(rows: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -268,12 +314,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     from eval.metrics import write_json_atomic
 
     summary = summarize(rows, ev)
+    parts = breakdown(rows)
     result = {"skill": args.skill, "agent": agent.name, "checkpoint": args.checkpoint, "split": split,
-              "seed": seed, "episodes_file": args.episodes_file, **summary, "episodes": rows}
+              "seed": seed, "episodes_file": args.episodes_file, **summary, **parts, "episodes": rows}
     write_json_atomic(out, result)
     s = summary["success"]
     print(f"{args.skill} ({agent.name}): success {s['mean']:.3f} "
           f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}] over {s['n']} episodes -> {out}")
+    print("  ended: " + ", ".join(f"{k} {v}" for k, v in parts["ends"].items()))
+    if parts["by_receptacle"]:
+        print("  by target receptacle: " + ", ".join(
+            f"{k} {v['success']}/{v['episodes']}" for k, v in parts["by_receptacle"].items()))
 
 
 def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = None) -> Any:

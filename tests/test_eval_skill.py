@@ -7,7 +7,7 @@ import json
 import imageio.v2 as iio
 import pytest
 
-from eval.skill_eval import main
+from eval.skill_eval import FAILURE_FLAGS, end_reason, main
 
 
 def test_results_file_is_well_formed(tmp_path):
@@ -30,6 +30,38 @@ def test_results_file_is_well_formed(tmp_path):
         assert m["ci_low"] <= m["mean"] <= m["ci_high"]
     # the rate is the mean of the per-episode successes
     assert s["mean"] == pytest.approx(sum(r["success"] for r in res["episodes"]) / 2)
+    # every episode says how it ended and where its target is (open_cab: the object in the drawer)
+    assert all(r["end"] in ("success", "timeout", "ended", *FAILURE_FLAGS) for r in res["episodes"])
+    assert sum(res["ends"].values()) == 2 and list(res["by_receptacle"]) == ["drawer"]
+    assert res["by_receptacle"]["drawer"]["episodes"] == 2
+
+
+def test_end_reasons_and_receptacle_groups(tmp_path, capsys):
+    """Pick with the oracle on 6 val episodes: successes are 'success', a run that reaches the step limit
+    is 'timeout', and successes per receptacle group add up to the episodes' successes."""
+    out = tmp_path / "res.json"
+    main(["--skill", "pick", "--oracle", "--episodes", "6", "--out", str(out), "--no-progress",
+          "eval.bootstrap_samples=200"])
+    res = json.loads(out.read_text())
+    rows = res["episodes"]
+    assert all((r["end"] == "success") == r["success"] for r in rows)
+    assert {r["receptacle"] for r in rows} <= {"surface", "fridge", "drawer"}
+    groups = res["by_receptacle"]
+    assert sum(g["episodes"] for g in groups.values()) == 6
+    assert sum(g["success"] for g in groups.values()) == sum(r["success"] for r in rows)
+    printed = capsys.readouterr().out
+    assert "ended: " in printed and "by target receptacle: " in printed
+
+
+@pytest.mark.parametrize("success, terminated, info, expected", [
+    (True, True, {"force_terminate": 1.0}, "success"),
+    (False, True, {"force_terminate": 1.0, "wrong_pick": 0.0}, "force_terminate"),
+    (False, True, {"force_terminate": 0.0, "wrong_pick": 1.0}, "wrong_pick"),
+    (False, True, {"force_terminate": 0.0}, "ended"),
+    (False, False, {"force_terminate": 0.0}, "timeout"),
+])
+def test_end_reason(success, terminated, info, expected):
+    assert end_reason(success, terminated, info) == expected
 
 
 def test_video_option_writes_readable_mp4(tmp_path):
