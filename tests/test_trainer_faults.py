@@ -123,10 +123,13 @@ def test_ctrl_c_writes_a_checkpoint_and_exits_130(tmp_path):
          f"output_dir={out}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+    # the file is opened before the interrupt handler is installed; its first line means updates run
+    metrics = out / "metrics.jsonl"
     deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and not (out / "metrics.jsonl").exists():
+    while time.monotonic() < deadline and not (metrics.exists() and metrics.read_text().strip()):
         time.sleep(0.2)
-    assert (out / "metrics.jsonl").exists(), proc.stderr.read() if proc.poll() is not None else "no metrics"
+    assert metrics.exists() and metrics.read_text().strip(), (
+        proc.stderr.read() if proc.poll() is not None else "no metrics")
     os.kill(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
