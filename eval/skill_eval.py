@@ -112,18 +112,18 @@ def end_reason(success: bool, terminated: bool, info: Mapping[str, Any]) -> str:
 
 
 def receptacle_group(env: Any) -> str | None:
-    """Where the episode's first target is (pick: its receptacle; place: the goal's): 'surface' or the
-    container's name without its index ('fridge', 'drawer'); None for episodes without targets."""
+    """Where the episode's first target is (pick: its receptacle; place: the goal's), as
+    `rearrange.generate.receptacle_kind` names it ('surface', 'fridge', 'drawer'); None for episodes
+    without targets."""
+    from rearrange.generate import receptacle_kind
+
     episode = env.current_episode
     if not episode.targets:
         return None
     target = episode.targets[0]
-    name = target.goal_receptacle if episode.kind == "place" else next(
-        (o.receptacle for o in episode.objects if o.name == target.object), None)
-    rec = env.sim.layout.receptacles.get(name) if name is not None else None
-    if rec is None:
-        return None
-    return "surface" if rec.container is None else rec.container.rstrip("0123456789").rstrip("_")
+    name = target.goal_receptacle if episode.kind == "place" else episode.object_spec(target.object).receptacle
+    rec = env.sim.layout.receptacles.get(name)
+    return None if rec is None else receptacle_kind(rec)
 
 
 def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarray], None] | None,

@@ -105,11 +105,11 @@ def test_pick_in_the_fridge_is_approached_through_its_opening():
     from rearrange.generate_context import opening_outward
 
     episode = next(e for e in generate_episodes("pick", "train", 40, 0)
-                   if next(o.receptacle for o in e.objects if o.name == e.targets[0].object).startswith("fridge"))
+                   if e.object_spec(e.targets[0].object).receptacle.startswith("fridge"))
     env = make_env("pick", episode)
     sim, ap = env.sim, env.task.approach
     assert ap.opening_halfwidth == 0.25  # configs/skill/pick.yaml
-    rec = sim.layout.receptacles[next(o.receptacle for o in episode.objects if o.name == env.task.target)]
+    rec = sim.layout.receptacles[episode.object_spec(env.task.target).receptacle]
     out = opening_outward(sim.layout, rec)
     zero = np.argwhere(ap.field == 0.0)
     assert len(zero) > 0

@@ -79,7 +79,7 @@ class ApproachShaping:
         if not self.active:
             return
         self.navmap = planning_map(sim)
-        rec = sim.layout.receptacles.get(receptacle) if receptacle is not None else None
+        rec = sim.layout.receptacles.get(receptacle)
         opening = None
         if rec is not None and rec.container is not None and self.opening_halfwidth > 0.0:
             opening = (opening_outward(sim.layout, rec), self.opening_halfwidth)

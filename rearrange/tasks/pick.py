@@ -75,8 +75,7 @@ class PickTask(SkillTask):
         if self.force is not None:
             self.force.reset()
         self.dist.reset(self._distance(sim))
-        receptacle = next((o.receptacle for o in episode.objects if o.name == self.target), None)
-        self.approach.reset(sim, sim.object_pos(self.target), receptacle)
+        self.approach.reset(sim, sim.object_pos(self.target), episode.object_spec(self.target).receptacle)
         if sim.grasped == self.target:
             self.approach.stop()
 
