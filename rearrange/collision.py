@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import mujoco
 import numpy as np
 
-from rearrange.layout import Box
+from rearrange.apartment import Box
 
 # centres (N, 2), half sizes (N, 2), cos and sin of yaw (N,) of obstacle boxes in the floor plan
 ObstacleArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from rearrange.apartment import ApartmentLayout, Receptacle
 from rearrange.episodes import (
     EPISODE_KINDS,
     SCENARIO_KINDS,
@@ -42,7 +43,7 @@ from rearrange.generate_context import (
     open_state,
     yaw_quat,
 )
-from rearrange.layout import ApartmentLayout, Receptacle, generate_layout, layout_seeds
+from rearrange.layout import generate_layout, layout_seeds
 from rearrange.objects import BOWL_KINDS, FRUIT_KINDS, OBJECT_KINDS
 
 __all__ = ["CONFIG_PATH", "MOVE_SKILLS", "RECEPTACLE_KINDS", "GenerationError", "door_frame",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rearrange.layout import ApartmentLayout, Articulated, Receptacle
+from rearrange.apartment import ApartmentLayout, Articulated, Receptacle
 from rearrange.navmap import NavMap, navmap_with_obstacles
 from rearrange.objects import OBJECT_KINDS
 
@@ -64,14 +64,6 @@ def open_state(layout: ApartmentLayout, name: str, cfg: Mapping[str, Any]) -> fl
 
 def closed_states(layout: ApartmentLayout) -> dict[str, float]:
     return {name: float(a.joint_range[0]) for name, a in sorted(layout.articulated.items())}
-
-
-def opening_outward(layout: ApartmentLayout, rec: Receptacle) -> np.ndarray:
-    """(2,) unit vector out of the opening of the container `rec` lies in (the robot faces a container
-    along `Articulated.facing_yaw`, so its opening points the other way)."""
-    assert rec.container is not None
-    yaw = float(layout.articulated[rec.container].facing_yaw)
-    return -np.array([np.cos(yaw), np.sin(yaw)])
 
 
 def door_frame(art: Articulated, q: float) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +121,7 @@ class LayoutContext:
         """The navigable base point nearest to `pos` (inside container `rec`) straight out of the
         container's opening, within `reach.max_horizontal`; None if there is none."""
         navmap = self.navmap_with(art_states)
-        out = opening_outward(self.layout, rec)
+        out = self.layout.articulated[rec.container].opening_outward()
         for d in np.arange(0.0, float(self.cfg["reach"]["max_horizontal"]) + 1e-9, 0.5 * navmap.resolution):
             if navmap.is_navigable(pos[:2] + d * out):
                 return pos[:2] + d * out

@@ -3,22 +3,26 @@
 Pure data (no MuJoCo). `generate_layout(seed)` is deterministic for any integer seed. The apartment is a
 row of rooms along x (kitchen, dining area, living room, optionally a bedroom) separated by interior
 walls with doorways; room sizes and the amount of extra furniture ("clutter") vary with the seed, so
-scenes differ in size and in simulation cost. All furniture is made of axis-aligned or yawed boxes.
+scenes differ in size and in simulation cost. All furniture is made of axis-aligned or yawed boxes
+(the data model: `rearrange.apartment`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-Vec2 = tuple[float, float]
-Vec3 = tuple[float, float, float]
-
-WALL_THICKNESS = 0.1
-WALL_HEIGHT = 2.5
-DOOR_WIDTH = 1.2
-FRONT_CLEARANCE = 0.9  # free floor kept in front of containers, tables and receptacle furniture
+from rearrange.apartment import (
+    DOOR_WIDTH,
+    FRONT_CLEARANCE,
+    WALL_HEIGHT,
+    WALL_THICKNESS,
+    ApartmentLayout,
+    Articulated,
+    Box,
+    Receptacle,
+    Room,
+    Vec2,
+)
 
 TRAIN_LAYOUT_SEEDS: tuple[int, ...] = tuple(range(100, 124))
 VAL_LAYOUT_SEEDS: tuple[int, ...] = tuple(range(900, 908))
@@ -30,83 +34,6 @@ def layout_seeds(split: str) -> tuple[int, ...]:
     if split not in _SPLITS:
         raise ValueError(f"unknown layout split {split!r}; valid splits: {', '.join(_SPLITS)}")
     return _SPLITS[split]
-
-
-@dataclass(frozen=True)
-class Box:
-    """A solid box: centre, half sizes in its own frame, rotated by `yaw` about z."""
-
-    name: str
-    center: Vec3
-    half_size: Vec3
-    yaw: float = 0.0
-
-    def corners_2d(self) -> np.ndarray:
-        """The four floor-plan corners (counter-clockwise), shape (4, 2)."""
-        hx, hy = self.half_size[0], self.half_size[1]
-        local = np.array([[-hx, -hy], [hx, -hy], [hx, hy], [-hx, hy]])
-        c, s = np.cos(self.yaw), np.sin(self.yaw)
-        rot = np.array([[c, -s], [s, c]])
-        return local @ rot.T + np.array(self.center[:2])
-
-
-@dataclass(frozen=True)
-class Receptacle:
-    """A support surface objects can be put on (z of `center` is the surface height)."""
-
-    name: str
-    kind: str
-    center: Vec3
-    half_extent: Vec2
-    yaw: float = 0.0
-    container: str | None = None
-
-
-@dataclass(frozen=True)
-class Articulated:
-    """A container with one joint (fridge door hinge or drawer slide).
-
-    Besides the contract fields it carries its geometry for the scene builder: the joint anchor and
-    axis in the world, the moving boxes (`parts`, world poses at q = 0) and the handle box.
-    """
-
-    name: str
-    joint_type: str  # "hinge" | "slide"
-    joint_range: Vec2
-    handle: str
-    front_center: Vec2
-    facing_yaw: float
-    joint_pos: Vec3 = (0.0, 0.0, 0.0)
-    joint_axis: Vec3 = (0.0, 0.0, 1.0)
-    parts: tuple[Box, ...] = ()
-    handle_box: Box | None = None
-
-
-@dataclass(frozen=True)
-class Room:
-    """A rectangular room: `bounds` = ((xmin, ymin), (xmax, ymax)) of its floor."""
-
-    name: str
-    kind: str
-    bounds: tuple[Vec2, Vec2]
-
-
-@dataclass
-class ApartmentLayout:
-    """Everything needed to build a scene: walls, static furniture, receptacles, articulated containers."""
-
-    seed: int
-    bounds: tuple[Vec2, Vec2]
-    rooms: list[Room]
-    walls: list[Box]
-    furniture: list[Box]
-    receptacles: dict[str, Receptacle]
-    articulated: dict[str, Articulated]
-    footprints: list[Box] = field(default_factory=list)  # one full-height box per furniture piece
-
-    def obstacles_2d(self) -> list[Box]:
-        """Every box the robot base collides with: walls plus furniture footprints."""
-        return list(self.walls) + list(self.footprints)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import numpy as np
 from scipy import ndimage, sparse
 from scipy.sparse import csgraph
 
-from rearrange.layout import Box
+from rearrange.apartment import Box
 
 _SQRT2 = float(np.sqrt(2.0))
 

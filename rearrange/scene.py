@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rearrange.layout import ApartmentLayout, Box
+from rearrange.apartment import ApartmentLayout, Box
 from rearrange.objects import object_kind
 from rearrange.robot import GRIPPER_BODY, robot_actuator_xml, robot_body_xml
 

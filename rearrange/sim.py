@@ -19,8 +19,8 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from rearrange import robot as robot_mjcf
+from rearrange.apartment import ApartmentLayout, Box
 from rearrange.collision import BaseMotion, ContactForces, ObstacleArrays
-from rearrange.layout import ApartmentLayout, Box
 from rearrange.raycast import HeadDepthRaycaster, check_depth_backend
 from rearrange.render import SceneRenderer, fixed_camera, free_camera
 from rearrange.scene import build_scene_xml, park_position

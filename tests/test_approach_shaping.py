@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sim_poses import put_at_suction_cup
 
-from rearrange.layout import ApartmentLayout, Box
+from rearrange.apartment import ApartmentLayout, Box
 from rearrange.navmap import NavMap
 from rearrange.tasks.skill_tasks import load_skill_config, make_skill_task
 
@@ -102,7 +102,6 @@ def test_pick_in_the_fridge_is_approached_through_its_opening():
     """On a generated fridge-shelf pick the region lies straight out of the fridge: every zero cell is in
     front of the opening, within the half width of the line out of it."""
     from rearrange.generate import generate_episodes
-    from rearrange.generate_context import opening_outward
 
     episode = next(e for e in generate_episodes("pick", "train", 40, 0)
                    if e.object_spec(e.targets[0].object).receptacle.startswith("fridge"))
@@ -110,7 +109,7 @@ def test_pick_in_the_fridge_is_approached_through_its_opening():
     sim, ap = env.sim, env.task.approach
     assert ap.opening_halfwidth == 0.25  # configs/skill/pick.yaml
     rec = sim.layout.receptacles[episode.object_spec(env.task.target).receptacle]
-    out = opening_outward(sim.layout, rec)
+    out = sim.layout.articulated[rec.container].opening_outward()
     zero = np.argwhere(ap.field == 0.0)
     assert len(zero) > 0
     offsets = np.array([ap.navmap.cell_to_world(c) for c in zero]) - sim.object_pos(env.task.target)[:2]

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from oracle_runs import run_oracle_episode
 
+from rearrange.apartment import ApartmentLayout, Receptacle
 from rearrange.env import apply_episode
 from rearrange.episodes import Episode
 from rearrange.generate import RECEPTACLE_KINDS, generate_episodes, load_generator_config, receptacle_kind
 from rearrange.generate_context import open_state
-from rearrange.layout import ApartmentLayout, Receptacle, generate_layout
+from rearrange.layout import generate_layout
 from rearrange.navmap import navmap_with_obstacles
 from rearrange.objects import OBJECT_KINDS
 from rearrange.sim import RearrangeSim

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from rearrange.layout import ApartmentLayout, Box, generate_layout, layout_seeds
+from rearrange.apartment import ApartmentLayout, Box
+from rearrange.layout import generate_layout, layout_seeds
 from rearrange.navmap import NavMap
 
 

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rearrange.generate_context import opening_outward
 from rearrange.navmap import NavMap, planning_map
 from rearrange.tasks.rewards import DistanceDelta
 
@@ -82,7 +81,7 @@ class ApproachShaping:
         rec = sim.layout.receptacles.get(receptacle)
         opening = None
         if rec is not None and rec.container is not None and self.opening_halfwidth > 0.0:
-            opening = (opening_outward(sim.layout, rec), self.opening_halfwidth)
+            opening = (sim.layout.articulated[rec.container].opening_outward(), self.opening_halfwidth)
         self.field = self.navmap.region_distance_field(np.asarray(target_xyz, dtype=np.float64)[:2], self.reach,
                                                        opening)
         self.delta.reset(self.distance(sim))

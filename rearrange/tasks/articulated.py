@@ -28,7 +28,7 @@ from rearrange.tasks.rewards import DistanceDelta, norm
 from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
 
 if TYPE_CHECKING:
-    from rearrange.layout import ApartmentLayout
+    from rearrange.apartment import ApartmentLayout
     from rearrange.sim import RearrangeSim
 
 STOP_INDEX = ACTION_SLICES["stop"].start

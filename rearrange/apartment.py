@@ -1,0 +1,100 @@
+"""The apartment data model: walls, furniture boxes, receptacles, articulated containers and rooms.
+
+Pure data (no MuJoCo), shared by the layout generator (`rearrange.layout`), the scene builder, the
+navigation map, the episode generator and the tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Vec2 = tuple[float, float]
+Vec3 = tuple[float, float, float]
+
+WALL_THICKNESS = 0.1
+WALL_HEIGHT = 2.5
+DOOR_WIDTH = 1.2
+FRONT_CLEARANCE = 0.9  # free floor kept in front of containers, tables and receptacle furniture
+
+@dataclass(frozen=True)
+class Box:
+    """A solid box: centre, half sizes in its own frame, rotated by `yaw` about z."""
+
+    name: str
+    center: Vec3
+    half_size: Vec3
+    yaw: float = 0.0
+
+    def corners_2d(self) -> np.ndarray:
+        """The four floor-plan corners (counter-clockwise), shape (4, 2)."""
+        hx, hy = self.half_size[0], self.half_size[1]
+        local = np.array([[-hx, -hy], [hx, -hy], [hx, hy], [-hx, hy]])
+        c, s = np.cos(self.yaw), np.sin(self.yaw)
+        rot = np.array([[c, -s], [s, c]])
+        return local @ rot.T + np.array(self.center[:2])
+
+
+@dataclass(frozen=True)
+class Receptacle:
+    """A support surface objects can be put on (z of `center` is the surface height)."""
+
+    name: str
+    kind: str
+    center: Vec3
+    half_extent: Vec2
+    yaw: float = 0.0
+    container: str | None = None
+
+
+@dataclass(frozen=True)
+class Articulated:
+    """A container with one joint (fridge door hinge or drawer slide).
+
+    Besides the contract fields it carries its geometry for the scene builder: the joint anchor and
+    axis in the world, the moving boxes (`parts`, world poses at q = 0) and the handle box.
+    """
+
+    name: str
+    joint_type: str  # "hinge" | "slide"
+    joint_range: Vec2
+    handle: str
+    front_center: Vec2
+    facing_yaw: float
+    joint_pos: Vec3 = (0.0, 0.0, 0.0)
+    joint_axis: Vec3 = (0.0, 0.0, 1.0)
+    parts: tuple[Box, ...] = ()
+    handle_box: Box | None = None
+
+    def opening_outward(self) -> np.ndarray:
+        """(2,) unit vector out of the container's opening (the robot faces a container along
+        `facing_yaw`, so its opening points the other way)."""
+        return -np.array([np.cos(self.facing_yaw), np.sin(self.facing_yaw)])
+
+
+@dataclass(frozen=True)
+class Room:
+    """A rectangular room: `bounds` = ((xmin, ymin), (xmax, ymax)) of its floor."""
+
+    name: str
+    kind: str
+    bounds: tuple[Vec2, Vec2]
+
+
+@dataclass
+class ApartmentLayout:
+    """Everything needed to build a scene: walls, static furniture, receptacles, articulated containers."""
+
+    seed: int
+    bounds: tuple[Vec2, Vec2]
+    rooms: list[Room]
+    walls: list[Box]
+    furniture: list[Box]
+    receptacles: dict[str, Receptacle]
+    articulated: dict[str, Articulated]
+    footprints: list[Box] = field(default_factory=list)  # one full-height box per furniture piece
+
+    def obstacles_2d(self) -> list[Box]:
+        """Every box the robot base collides with: walls plus furniture footprints."""
+        return list(self.walls) + list(self.footprints)
