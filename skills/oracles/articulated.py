@@ -83,7 +83,7 @@ class ArticulatedGeometry:
 
     def door_box(self, q: float):
         """The door's footprint at joint value q, as a layout `Box` (for path planning)."""
-        from rearrange.layout import Box
+        from rearrange.apartment import Box
 
         part = max(self.parts, key=lambda b: b.half_size[0] * b.half_size[1])
         a = self.sign * q
