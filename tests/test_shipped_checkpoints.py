@@ -42,10 +42,10 @@ def test_shipped_checkpoint_loads_and_steps_in_its_skill_env(path):
 
 
 # Success of the shipped pick policy on the first 10 val episodes (seed 0), deterministic actions, as
-# measured when it was shipped (checkpoints/pick.md): 6 of 10. Issue #11 asks for >= 7 of 10 from a
+# measured when it was shipped (checkpoints/pick.md): 7 of 10. Issue #11 asks for >= 7 of 10 from a
 # policy that meets its 0.85 goal; until one ships, the guard is the shipped policy's own record minus
 # one episode, so a simulator or sensor change that breaks the policy fails here.
-PICK_FIRST_10_MIN_SUCCESSES = 5
+PICK_FIRST_10_MIN_SUCCESSES = 6
 
 
 def test_shipped_pick_still_succeeds_on_fixed_val_episodes():
