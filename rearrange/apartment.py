@@ -13,10 +13,6 @@ import numpy as np
 Vec2 = tuple[float, float]
 Vec3 = tuple[float, float, float]
 
-WALL_THICKNESS = 0.1
-WALL_HEIGHT = 2.5
-DOOR_WIDTH = 1.2
-FRONT_CLEARANCE = 0.9  # free floor kept in front of containers, tables and receptacle furniture
 
 @dataclass(frozen=True)
 class Box:

@@ -12,10 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from rearrange.apartment import (
-    DOOR_WIDTH,
-    FRONT_CLEARANCE,
-    WALL_HEIGHT,
-    WALL_THICKNESS,
     ApartmentLayout,
     Articulated,
     Box,
@@ -23,6 +19,11 @@ from rearrange.apartment import (
     Room,
     Vec2,
 )
+
+WALL_THICKNESS = 0.1
+WALL_HEIGHT = 2.5
+DOOR_WIDTH = 1.2
+FRONT_CLEARANCE = 0.9  # free floor kept in front of containers, tables and receptacle furniture
 
 TRAIN_LAYOUT_SEEDS: tuple[int, ...] = tuple(range(100, 124))
 VAL_LAYOUT_SEEDS: tuple[int, ...] = tuple(range(900, 908))
