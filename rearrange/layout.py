@@ -19,11 +19,14 @@ from rearrange.apartment import (
     Room,
     Vec2,
 )
-
-WALL_THICKNESS = 0.1
-WALL_HEIGHT = 2.5
-DOOR_WIDTH = 1.2
-FRONT_CLEARANCE = 0.9  # free floor kept in front of containers, tables and receptacle furniture
+from rearrange.layout_builder import (
+    DOOR_WIDTH,
+    FRONT_CLEARANCE,
+    WALL_THICKNESS,
+    Builder,
+    add_wall,
+    front_zone,
+)
 
 TRAIN_LAYOUT_SEEDS: tuple[int, ...] = tuple(range(100, 124))
 VAL_LAYOUT_SEEDS: tuple[int, ...] = tuple(range(900, 908))
@@ -38,98 +41,10 @@ def layout_seeds(split: str) -> tuple[int, ...]:
 
 
 # --------------------------------------------------------------------------------------------------
-# generation helpers
-
-
-def _rect_overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-    """Axis-aligned rectangles (xmin, ymin, xmax, ymax) overlap with positive area."""
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
-class _Builder:
-    """Accumulates boxes; keeps a list of occupied rectangles and keep-clear zones for placement."""
-
-    def __init__(self) -> None:
-        self.walls: list[Box] = []
-        self.furniture: list[Box] = []
-        self.footprints: list[Box] = []
-        self.receptacles: dict[str, Receptacle] = {}
-        self.articulated: dict[str, Articulated] = {}
-        self.occupied: list[tuple[float, float, float, float]] = []
-        self.keep_clear: list[tuple[float, float, float, float]] = []
-        self.counts: dict[str, int] = {}
-
-    def next_name(self, kind: str) -> str:
-        i = self.counts.get(kind, 0)
-        self.counts[kind] = i + 1
-        return f"{kind}_{i}"
-
-    def solid(self, name: str, x0: float, y0: float, z0: float, x1: float, y1: float, z1: float) -> None:
-        self.furniture.append(
-            Box(
-                name,
-                ((x0 + x1) / 2, (y0 + y1) / 2, (z0 + z1) / 2),
-                ((x1 - x0) / 2, (y1 - y0) / 2, (z1 - z0) / 2),
-            )
-        )
-
-    def footprint(self, name: str, rect: tuple[float, float, float, float], height: float) -> None:
-        x0, y0, x1, y1 = rect
-        self.footprints.append(
-            Box(name, ((x0 + x1) / 2, (y0 + y1) / 2, height / 2), ((x1 - x0) / 2, (y1 - y0) / 2, height / 2))
-        )
-        self.occupied.append(rect)
-
-    def is_free(self, rect: tuple[float, float, float, float], margin: float = 0.05) -> bool:
-        """No furniture and no keep-clear zone within `margin` of `rect`."""
-        grown = (rect[0] - margin, rect[1] - margin, rect[2] + margin, rect[3] + margin)
-        return not any(_rect_overlap(grown, r) for r in self.occupied + self.keep_clear)
-
-    def floor_free(self, rect: tuple[float, float, float, float]) -> bool:
-        """No furniture on `rect` (keep-clear zones may overlap it)."""
-        return not any(_rect_overlap(rect, r) for r in self.occupied)
-
-
-def _front_zone(
-    rect: tuple[float, float, float, float], side: str, depth: float
-) -> tuple[float, float, float, float]:
-    """The rectangle of floor of `depth` in front of `rect` on `side` (n/s/e/w)."""
-    x0, y0, x1, y1 = rect
-    return {
-        "s": (x0, y0 - depth, x1, y0),
-        "n": (x0, y1, x1, y1 + depth),
-        "w": (x0 - depth, y0, x0, y1),
-        "e": (x1, y0, x1 + depth, y1),
-    }[side]
-
-
-def _add_wall(b: _Builder, name: str, p0: Vec2, p1: Vec2, doors: list[tuple[float, float]]) -> None:
-    """A straight wall from p0 to p1 (axis aligned) with door gaps given as (start, end) along it."""
-    horizontal = abs(p1[1] - p0[1]) < 1e-9
-    a0, a1 = (p0[0], p1[0]) if horizontal else (p0[1], p1[1])
-    fixed = p0[1] if horizontal else p0[0]
-    cuts = [a0]
-    for d0, d1 in sorted(doors):
-        cuts += [d0, d1]
-    cuts.append(a1)
-    t = WALL_THICKNESS / 2
-    for k in range(0, len(cuts), 2):
-        s0, s1 = cuts[k], cuts[k + 1]
-        if s1 - s0 < 1e-6:
-            continue
-        mid, half = (s0 + s1) / 2, (s1 - s0) / 2
-        if horizontal:
-            box = Box(f"{name}_{k // 2}", (mid, fixed, WALL_HEIGHT / 2), (half + t, t, WALL_HEIGHT / 2))
-        else:
-            box = Box(f"{name}_{k // 2}", (fixed, mid, WALL_HEIGHT / 2), (t, half + t, WALL_HEIGHT / 2))
-        b.walls.append(box)
-
-
-# --------------------------------------------------------------------------------------------------
 # furniture pieces
 
 
-def _kitchen(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: float) -> None:
+def _kitchen(b: Builder, rng: np.random.Generator, x0: float, x1: float, depth: float) -> None:
     """Fridge in the north-west, counter with sliding drawers along the north wall."""
     yn = depth - WALL_THICKNESS / 2  # inner face of the north wall
     # fridge: a shell (static) with a hinged door (hinge on the west edge, opening towards -y)
@@ -280,10 +195,10 @@ def _kitchen(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth:
     )
     crect = (cx0 - 0.01, cy0 - 0.02, cx1, cy1)
     b.footprint("counter_0", crect, ch)
-    b.keep_clear.append(_front_zone(crect, "s", 1.3))
+    b.keep_clear.append(front_zone(crect, "s", 1.3))
 
 
-def _dining(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: float) -> None:
+def _dining(b: Builder, rng: np.random.Generator, x0: float, x1: float, depth: float) -> None:
     """Dining table in the north half with chairs on its north side; south side free."""
     tw, td, th = float(rng.uniform(1.2, 1.6)), float(rng.uniform(0.8, 0.9)), 0.75
     cx = (x0 + x1) / 2 + float(rng.uniform(-0.2, 0.2))
@@ -303,14 +218,14 @@ def _dining(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: 
     b.receptacles[name] = Receptacle(name, "table", (cx, cy, th), (tw / 2 - 0.08, td / 2 - 0.08), 0.0, None)
     trect = (tx0, ty0, tx1, ty1)
     b.footprint(name, trect, th)
-    b.keep_clear.append(_front_zone(trect, "s", 1.2))
+    b.keep_clear.append(front_zone(trect, "s", 1.2))
     n_chairs = min(int(rng.integers(2, 4)), int((tw + 0.05) // 0.5))
     xs = cx + (np.arange(n_chairs) - (n_chairs - 1) / 2) * 0.5
     for xc in xs:
         _chair(b, float(xc), ty1 + 0.1 + 0.22, np.pi)
 
 
-def _chair(b: _Builder, xc: float, yc: float, facing: float) -> None:
+def _chair(b: Builder, xc: float, yc: float, facing: float) -> None:
     """A chair (seat + backrest) whose sitter faces `facing` (only 0 or pi used: +x... along y)."""
     name = b.next_name("chair")
     s = 0.22
@@ -320,7 +235,7 @@ def _chair(b: _Builder, xc: float, yc: float, facing: float) -> None:
     b.footprint(name, (xc - s, yc - s, xc + s, yc + s), 0.95)
 
 
-def _living(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: float) -> None:
+def _living(b: Builder, rng: np.random.Generator, x0: float, x1: float, depth: float) -> None:
     """Sofa against the south wall, coffee table, TV stand on the north wall, shelves on the west wall."""
     ys = WALL_THICKNESS / 2
     yn = depth - WALL_THICKNESS / 2
@@ -340,7 +255,7 @@ def _living(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: 
     )
     srect = (sx0, ys, sx1, ys + sd)
     b.footprint("sofa_0", srect, 0.85)
-    b.keep_clear.append(_front_zone(srect, "n", 0.9))
+    b.keep_clear.append(front_zone(srect, "n", 0.9))
     # coffee table 0.9 m in front of the sofa
     cw, cd, ch = 1.0, 0.55, 0.42
     ccx = (sx0 + sx1) / 2
@@ -360,7 +275,7 @@ def _living(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: 
     )
     crect = (ccx - cw / 2, cy0, ccx + cw / 2, cy0 + cd)
     b.footprint("coffee_table_0", crect, ch)
-    b.keep_clear.append(_front_zone(crect, "n", 0.9))
+    b.keep_clear.append(front_zone(crect, "n", 0.9))
     # TV stand on the north wall, facing the sofa
     tw, td, th = 1.4, 0.45, 0.55
     tcx = ccx
@@ -371,16 +286,16 @@ def _living(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: 
     )
     trect = (tcx - tw / 2, yn - td, tcx + tw / 2, yn)
     b.footprint("tv_stand_0", trect, th + 0.6)
-    b.keep_clear.append(_front_zone(trect, "s", 0.9))
+    b.keep_clear.append(front_zone(trect, "s", 0.9))
     # shelves on the west wall, north half
     _shelves(b, rng, x0 + WALL_THICKNESS / 2, yn - 1.2, "w")
 
 
-def _shelves(b: _Builder, rng: np.random.Generator, wall_coord: float, along: float, side: str) -> bool:
+def _shelves(b: Builder, rng: np.random.Generator, wall_coord: float, along: float, side: str) -> bool:
     """A low open shelf unit against the wall on `side` of a room; its top is a receptacle."""
     w, d, h = float(rng.uniform(0.8, 1.0)), 0.38, float(rng.uniform(0.8, 1.0))
     rect = _against_wall_rect(wall_coord, along, side, w, d)
-    front = _front_zone(rect, _opposite(side), FRONT_CLEARANCE)
+    front = front_zone(rect, _opposite(side), FRONT_CLEARANCE)
     if not b.is_free(rect) or not b.floor_free(front):
         return False
     name = b.next_name("shelves")
@@ -395,7 +310,7 @@ def _shelves(b: _Builder, rng: np.random.Generator, wall_coord: float, along: fl
         None,
     )
     b.footprint(name, rect, h)
-    b.keep_clear.append(_front_zone(rect, _opposite(side), FRONT_CLEARANCE))
+    b.keep_clear.append(front_zone(rect, _opposite(side), FRONT_CLEARANCE))
     return True
 
 
@@ -416,7 +331,7 @@ def _against_wall_rect(
     return (along - w / 2, wall_coord - d, along + w / 2, wall_coord)
 
 
-def _bedroom(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth: float) -> None:
+def _bedroom(b: Builder, rng: np.random.Generator, x0: float, x1: float, depth: float) -> None:
     """Bed against the east wall and a night table (a small table receptacle)."""
     xe = x1 - WALL_THICKNESS / 2
     bw, bl = 1.6, 2.0
@@ -427,7 +342,7 @@ def _bedroom(b: _Builder, rng: np.random.Generator, x0: float, x1: float, depth:
     _side_table(b, rng, (xe - 0.25, by0 + bw + 0.35))
 
 
-def _side_table(b: _Builder, rng: np.random.Generator, center: Vec2) -> bool:
+def _side_table(b: Builder, rng: np.random.Generator, center: Vec2) -> bool:
     s, h = 0.25, float(rng.uniform(0.5, 0.65))
     rect = (center[0] - s, center[1] - s, center[0] + s, center[1] + s)
     if not b.is_free(rect):
@@ -441,7 +356,7 @@ def _side_table(b: _Builder, rng: np.random.Generator, center: Vec2) -> bool:
     return True
 
 
-def _clutter(b: _Builder, rng: np.random.Generator, rooms: list[Room], count: int) -> None:
+def _clutter(b: Builder, rng: np.random.Generator, rooms: list[Room], count: int) -> None:
     """Extra pieces against walls (plants, bookcases, cabinets, side tables, shelves), never in keep-clear zones."""
     kinds = ("plant", "bookcase", "cabinet", "side_table", "shelves", "armchair")
     placed = 0
@@ -469,7 +384,7 @@ def _clutter(b: _Builder, rng: np.random.Generator, rooms: list[Room], count: in
         if not b.is_free(rect):
             continue
         if kind == "side_table":
-            front = _front_zone(rect, _opposite(side), FRONT_CLEARANCE)
+            front = front_zone(rect, _opposite(side), FRONT_CLEARANCE)
             if not b.floor_free(front):
                 continue
             cx, cy = (rect[0] + rect[2]) / 2, (rect[1] + rect[3]) / 2
@@ -494,23 +409,23 @@ def generate_layout(seed: int) -> ApartmentLayout:
         kinds.append("bedroom")
     xs = np.concatenate([[0.0], np.cumsum(widths)])
     total = float(xs[-1])
-    b = _Builder()
+    b = Builder()
     h = WALL_THICKNESS / 2
     rooms = [
         Room(f"{k}_0", k, ((float(xs[i]) + h, h), (float(xs[i + 1]) - h, depth - h)))
         for i, k in enumerate(kinds)
     ]
 
-    _add_wall(b, "wall_south", (0.0, 0.0), (total, 0.0), [])
-    _add_wall(b, "wall_north", (0.0, depth), (total, depth), [])
-    _add_wall(b, "wall_west", (0.0, 0.0), (0.0, depth), [])
-    _add_wall(b, "wall_east", (total, 0.0), (total, depth), [])
+    add_wall(b, "wall_south", (0.0, 0.0), (total, 0.0), [])
+    add_wall(b, "wall_north", (0.0, depth), (total, depth), [])
+    add_wall(b, "wall_west", (0.0, 0.0), (0.0, depth), [])
+    add_wall(b, "wall_east", (total, 0.0), (total, depth), [])
     for i in range(1, len(kinds)):
         if kinds[i] == "bedroom":
             door_y = float(rng.uniform(depth / 2 + 0.2, depth - 1.3 - DOOR_WIDTH / 2))
         else:
             door_y = float(rng.uniform(1.0, depth / 2 - 0.2))
-        _add_wall(
+        add_wall(
             b,
             f"wall_{i}",
             (float(xs[i]), 0.0),
