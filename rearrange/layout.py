@@ -310,7 +310,7 @@ def _shelves(b: Builder, rng: np.random.Generator, wall_coord: float, along: flo
         None,
     )
     b.footprint(name, rect, h)
-    b.keep_clear.append(front_zone(rect, _opposite(side), FRONT_CLEARANCE))
+    b.keep_clear.append(front)
     return True
 
 
