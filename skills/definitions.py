@@ -97,6 +97,22 @@ class SkillDef:
             k += n
         return out
 
+    def initial_action_mean(self, by_subset: Mapping[str, float]) -> list[float] | None:
+        """The untrained policy's action mean, one value per dimension, from per-subset values
+        (`skill_initial_action` in the training profile; subsets it leaves out start at 0, subsets
+        this skill lacks are ignored). None where no subset of this skill is given."""
+        unknown = sorted(set(by_subset) - set(ACTION_SLICES))
+        if unknown:
+            raise ValueError(f"skill_initial_action has unknown action subset(s) {', '.join(unknown)}; "
+                             f"valid choices: {', '.join(ACTION_SLICES)}")
+        if not set(by_subset) & set(self.action_subsets):
+            return None
+        mean = [0.0] * self.action_dim
+        for name, sl in self.subset_slices().items():
+            for k in range(sl.start, sl.stop):
+                mean[k] = float(by_subset.get(name, 0.0))
+        return mean
+
     def stop_value(self, action: Sequence[float] | np.ndarray) -> float:
         """The skill action's stop entry (0 if the skill has no stop)."""
         sl = self.subset_slices().get("stop")

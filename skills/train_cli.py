@@ -20,12 +20,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 
 from rearrange.episodes import EpisodeFileError, load_episodes, save_episodes
 from rearrange.tasks.skill_tasks import make_skill_task
 from skills.definitions import SKILL_NAMES, skill_def_from_config
 from trainer.config import ConfigError, exit_with_error, to_plain, unknown_choice
+from trainer.config_check import check_config
 
 EPILOG = f"""\
 skills: {', '.join(SKILL_NAMES)}
@@ -171,6 +172,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         skill = skill_def_from_config(skill_cfg)
         make_skill_task(skill_cfg)  # a skill config the task cannot use fails here, before any worker starts
+        initial_mean = skill.initial_action_mean(to_plain(cfg).get("skill_initial_action") or {})
+        if initial_mean is not None:
+            with open_dict(cfg):
+                cfg.policy.action.initial_mean = initial_mean
+        check_config(cfg)
         episodes_path = prepare_dataset(cfg, output_dir)
     except (KeyError, ValueError, ConfigError) as exc:  # EpisodeFileError is a ValueError
         exit_with_error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)

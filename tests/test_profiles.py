@@ -92,3 +92,41 @@ def test_profile_policy_builds_and_acts(profile):
     with torch.no_grad():
         out = model.act(obs, model.initial_hidden(1), torch.ones(1, dtype=torch.bool))
     assert out.action.shape == (1, skill.action_dim) and torch.isfinite(out.value).all()
+
+
+@pytest.mark.parametrize(("skill", "profile", "expected"), [
+    ("nav", "cpu", [0.0, 0.0, -0.9]),   # base 2 + stop: the stop mean starts below its 0 threshold
+    ("open_fridge", "cpu", [0.0] * 10 + [-0.9]),
+    ("pick", "cpu", None),              # no stop subset: the head keeps its zero bias
+    ("nav", "paper", None),             # habitat's initialisation
+])
+def test_skill_initial_action_reaches_the_policy(skill, profile, expected, monkeypatch, tmp_path):
+    import trainer.cli
+    from trainer.distributions import GaussianHead
+
+    seen = {}
+    monkeypatch.setattr(train_cli, "prepare_dataset", lambda cfg, out: str(tmp_path / "eps.json.gz"))
+    monkeypatch.setattr(trainer.cli, "run_training", lambda cfg, *args, **kwargs: seen.setdefault("cfg", cfg))
+    train_cli.main(["--skill", skill, "--out", str(tmp_path / "run"), f"profile={profile}", "trainer.device=cpu"])
+    action_cfg = to_plain(seen["cfg"])["policy"]["action"]
+    assert action_cfg.get("initial_mean") == expected
+    if expected is not None:  # the untrained head's mean on zero features is exactly the configured one
+        head = GaussianHead(8, len(expected), action_cfg)
+        with torch.no_grad():
+            mean = head(torch.zeros(1, 8)).mode()[0]
+        assert torch.allclose(mean, torch.tensor(expected), atol=1e-6)
+        stop_probability = torch.distributions.Normal(mean[-1], head.log_std.detach()[-1].exp()).cdf(torch.tensor(0.0))
+        assert 1.0 - float(stop_probability) < 0.01  # stop (> 0) on under 1% of the first steps
+
+
+def test_bad_skill_initial_action_is_one_line(capsys, tmp_path, monkeypatch):
+    from skills.definitions import get_skill
+
+    with pytest.raises(ValueError, match=r"unknown action subset\(s\) jump; valid choices: arm, grip, base, stop"):
+        get_skill("nav").initial_action_mean({"jump": 0.5})
+    monkeypatch.setattr(train_cli, "prepare_dataset", lambda *a: pytest.fail("no dataset for a bad config"))
+    with pytest.raises(SystemExit) as exc:
+        train_cli.main(["--skill", "nav", "--out", str(tmp_path / "r"), "profile=cpu", "skill_initial_action.stop=1.5"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1, err
+    assert err[0].startswith("error: policy.action.initial_mean must be a non-empty list of numbers in (-1, 1)")

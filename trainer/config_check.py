@@ -111,6 +111,20 @@ class _Node:
             raise self.fail(name, expected, list(value))
         return [int(v) for v in value]
 
+    def number_list(self, name: str, low: float | None = None, high: float | None = None,
+                    open_ends: bool = False) -> list[float]:
+        """A non-empty list of finite numbers, each in the interval `low`/`high` (open with `open_ends`)."""
+        value = self.raw(name)
+        expected = "a non-empty list of numbers" + _interval(low, high, open_ends, open_ends)
+        if isinstance(value, (str, Mapping)) or not isinstance(value, Sequence) or not value:
+            raise self.fail(name, expected, value)
+        numbers = [_as_float(v) for v in value]
+        outside = [n is None or (low is not None and (n < low or (open_ends and n == low)))
+                   or (high is not None and (n > high or (open_ends and n == high))) for n in numbers]
+        if any(outside):
+            raise self.fail(name, expected, list(value))
+        return [float(n) for n in numbers if n is not None]
+
 
 def _as_float(value: Any) -> float | None:
     """`value` as a finite float (numbers and numeric strings such as '1e-4'), else None."""
@@ -259,8 +273,11 @@ def check_policy(p: _Node) -> None:
         ff.int_list("critic", 1)
         ff.choice("activation", list(FF_ACTIVATIONS))
     action = p.child("action")
-    action.choice("mean_activation", MEAN_ACTIVATIONS)
+    mean_activation = action.choice("mean_activation", MEAN_ACTIVATIONS)
     action.number("log_std_init")
+    if action.raw("initial_mean", optional=True) not in (None, _MISSING):
+        bound = 1.0 if mean_activation == "tanh" else None
+        action.number_list("initial_mean", None if bound is None else -bound, bound, open_ends=True)
     low = action.number("min_log_std")
     high = action.number("max_log_std")
     if low is not None and high is not None and high <= low:

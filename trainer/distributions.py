@@ -70,7 +70,12 @@ class CategoricalDist:
 
 
 class GaussianHead(nn.Module):
-    """Linear mean (optionally tanh-squashed) plus a learned, clamped, state-independent log-std."""
+    """Linear mean (optionally tanh-squashed) plus a learned, clamped, state-independent log-std.
+
+    `cfg["initial_mean"]` (optional, one value per action dimension or null) sets the mean of the
+    untrained policy through the head's bias: with a tanh mean the bias is atanh of the value, so the
+    value itself is the first action mean (e.g. a stop action that starts far below its 0 threshold).
+    """
 
     def __init__(self, in_dim: int, action_dim: int, cfg: Mapping):
         super().__init__()
@@ -85,7 +90,21 @@ class GaussianHead(nn.Module):
         self.mean = nn.Linear(in_dim, action_dim)
         nn.init.orthogonal_(self.mean.weight, gain=0.01)
         nn.init.zeros_(self.mean.bias)
+        initial_mean = cfg.get("initial_mean")
+        if initial_mean is not None:
+            with torch.no_grad():
+                self.mean.bias.copy_(self._bias_for(initial_mean, action_dim))
         self.log_std = nn.Parameter(torch.full((action_dim,), float(cfg["log_std_init"])))
+
+    def _bias_for(self, initial_mean: object, action_dim: int) -> torch.Tensor:
+        values = [float(v) for v in initial_mean]  # type: ignore[union-attr]
+        if len(values) != action_dim:
+            raise ValueError(f"policy.action.initial_mean has {len(values)} values; the action space has "
+                             f"{action_dim} dimensions")
+        if self.squash_mean and any(abs(v) >= 1.0 for v in values):
+            raise ValueError(f"policy.action.initial_mean values must lie in (-1, 1) with a tanh mean; got {values}")
+        bias = torch.tensor(values, dtype=torch.float32)
+        return torch.atanh(bias) if self.squash_mean else bias
 
     def forward(self, features: torch.Tensor) -> DiagGaussian:
         mean = self.mean(features)
