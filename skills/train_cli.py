@@ -49,6 +49,8 @@ overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups)
   sim.camera.head.width=96 sim.camera.head.height=96   depth resolution
   skill.base_movement=false         the ablation without base movement (manipulation skills)
   dataset.path=eps.json.gz          train on these episodes (default: generate dataset.count)
+  trainer.init_from=runs/pick_cpu   fine-tune: start a new run from that checkpoint's policy (fresh
+                                    optimizer, schedule and counters; the reward or episodes may differ)
   output_dir=runs/pick              where config.yaml, metrics.jsonl, tensorboard/, checkpoints/ go
 
 examples:
@@ -57,6 +59,7 @@ examples:
   train-skill --skill open_fridge profile=paper trainer.num_envs=8
   train-skill --skill place skill.base_movement=false --out runs/place_nobase
   train-skill --resume runs/pick_cpu              # continue from the newest checkpoint (same profile)
+  train-skill --skill pick --out runs/pick_ft trainer.init_from=checkpoints/pick_cpu_run trainer.total_steps=1000000
 
 exit codes: 0 done, 2 bad input, 130 interrupted (a checkpoint was written), 1 env failing repeatedly.
 """

@@ -22,6 +22,10 @@ Resuming: `resolve_checkpoint(dir_or_file)` finds the newest checkpoint of a run
 `resume_run(dir_or_file, overrides)` (both CLIs) returns that checkpoint's config with command-line
 overrides applied and the run directory to continue in.
 
+Fine-tuning (`trainer.init_from`): `restore_policy_state` starts a new run from a checkpoint's policy
+(weights with their observation normalisation, and the learner's value and reward scales) with a fresh
+optimizer, schedule, counters and RNGs, under the new run's config.
+
 Errors: `load_checkpoint` raises `CheckpointError` with a one-line message for a missing, corrupt
 or incomplete file. Writes go to a temporary file in the same directory, are fsynced and then
 `os.replace`d over the target, so an interrupted save never damages an existing checkpoint.
@@ -200,6 +204,16 @@ def build_checkpoint_state(
             raise ValueError(f"extra checkpoint key '{key}' collides with a reserved key")
         state[key] = value
     return state
+
+
+def restore_policy_state(state: Mapping, actor_critic: torch.nn.Module, ppo: Any) -> None:
+    """Weights (observation normalisation included) and the value/reward scales of `state` into a new
+    run; the optimizer, schedule, counters and RNGs stay the new run's. CheckpointError if they differ."""
+    try:
+        actor_critic.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        raise CheckpointError(f"trainer.init_from checkpoint does not match this policy ({_one_line(exc)})") from None
+    ppo.load_scales(state.get("ppo") or {})
 
 
 def restore_training_state(

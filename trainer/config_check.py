@@ -184,6 +184,16 @@ def check_trainer(t: _Node) -> int:
     if wait != "auto" and (seconds is None or seconds < 0):
         raise t.fail("max_batch_wait_s", "a number of seconds >= 0 or 'auto'", wait)
     t.integer("seed")
+    init_from = t.raw("init_from", optional=True)
+    if init_from not in (None, _MISSING):
+        if not isinstance(init_from, str) or not init_from:
+            raise t.fail("init_from", "a checkpoint file or run folder, or null", init_from)
+        from trainer.checkpoint import CheckpointError, resolve_checkpoint
+
+        try:
+            resolve_checkpoint(init_from)
+        except CheckpointError as exc:
+            raise ConfigError(f"trainer.init_from: {exc}") from None
     if t.boolean("deterministic") and mode != "sync":
         raise ConfigError(f"trainer.deterministic must be false unless trainer.mode=sync; got true with "
                           f"trainer.mode '{mode}'")

@@ -151,15 +151,21 @@ class PPO:
             **({"reward_scaler": self.reward_scaler.state_dict()} if self.reward_scaler is not None else {}),
         }
 
+    def load_scales(self, state: Mapping) -> None:
+        """Only the value normalisation's return moments and the reward scaler of a `state_dict()`
+        (fine-tuning a trained policy: its value head predicts returns in those units)."""
+        if "return_moments" in state:
+            self.return_moments = state["return_moments"].clone()
+        if self.reward_scaler is not None and "reward_scaler" in state:
+            self.reward_scaler.load_state_dict(state["reward_scaler"])
+
     def load_state_dict(self, state: Mapping) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.entropy_coef.load_state_dict(state["entropy_coef"])
         self.num_updates = int(state["num_updates"])
         self.total_updates = int(state["total_updates"])
         self.generator.set_state(state["generator"])
-        self.return_moments = state["return_moments"].clone()
-        if self.reward_scaler is not None and "reward_scaler" in state:  # absent: a run that had it off
-            self.reward_scaler.load_state_dict(state["reward_scaler"])
+        self.load_scales(state)  # a run that had the reward scaler off has no "reward_scaler"
 
     # ------------------------------------------------------------------ the update
     def update(self, rollout: Rollout) -> dict[str, float]:

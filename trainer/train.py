@@ -47,6 +47,7 @@ from trainer.checkpoint import (
     latest_checkpoint,
     load_checkpoint,
     resolve_checkpoint,
+    restore_policy_state,
     restore_rng_state,
     restore_training_state,
     save_checkpoint,
@@ -358,7 +359,13 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     state = _resume_state(resume, out, info.is_main)
     was_deterministic = torch.are_deterministic_algorithms_enabled()
     run = _build(cfg, env_fn, info, out)
-    counters = _restore(run, state) if state is not None else Counters()
+    if state is not None:
+        counters = _restore(run, state)
+    else:
+        counters = Counters()
+        if tcfg.get("init_from"):  # fine-tune: a trained policy, everything else fresh
+            restore_policy_state(load_checkpoint(resolve_checkpoint(str(tcfg.init_from))), run.actor_critic, run.ppo)
+            broadcast_module(run.actor_critic)
 
     if info.is_main:
         write_text_atomic(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
