@@ -56,7 +56,7 @@ from planner.search import GroundAction, PlanningError, replan
 from rearrange.actions import ACTION_DIM, ACTION_SLICES
 from rearrange.sensors import SensorTarget, observe
 from rearrange.tasks.skill_tasks import load_skill_config
-from skills.definitions import SkillDef, SkillMonitor, get_skill
+from skills.definitions import SKILL_NAMES, SkillDef, SkillMonitor, get_skill
 
 AGENT_TYPES = ("oracle", "tp-srl", "tp-srl-nonav")
 AGENT_MODES = ("replan", "fixed")
@@ -448,7 +448,9 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
     if agent_type == "oracle":
         skills: Callable[[str], SkillController] = OracleSkills(oracle_cfg)
     else:
-        skills = LearnedSkills(checkpoints or {}, deterministic=bool(agent_cfg["deterministic"]))
+        oracle_skills = tuple(agent_cfg.get("oracle_skills") or ())
+        skills = LearnedSkills(checkpoints or {}, deterministic=bool(agent_cfg["deterministic"]),
+                               scripted=dict.fromkeys(oracle_skills, OracleSkills(oracle_cfg)))
     return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]),
                     renavigate=bool(agent_cfg["renavigate_after_failure"]), settle_steps=int(agent_cfg["settle_steps"]),
                     mode=str(agent_cfg.get("mode", "replan")),
@@ -468,6 +470,12 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
         value = agent_cfg.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
+    oracle_skills = agent_cfg.get("oracle_skills", ())
+    if isinstance(oracle_skills, str) or not isinstance(oracle_skills, Sequence):
+        raise ConfigError(f"agent.oracle_skills must be a list of skills; got {oracle_skills!r}")
+    for name in oracle_skills:
+        if name not in SKILL_NAMES:
+            raise ConfigError(unknown_choice("agent.oracle_skills entry", str(name), SKILL_NAMES))
     after = agent_cfg.get("fixed_renavigate_after", ())
     if isinstance(after, str) or not isinstance(after, Sequence):
         raise ConfigError(f"agent.fixed_renavigate_after must be a list of plan actions; got {after!r}")

@@ -38,13 +38,16 @@ EXAMPLES = """examples:
   eval-hab --scenario set_table --agent tp-srl --mode fixed --episodes 50   # habitat-lab's fixed plan
   eval-hab --scenario tidy_house --episodes 5 agent.max_replans=0 hab_task.max_steps=5000
   eval-hab --scenario set_table --agent tp-srl agent.checkpoints.pick=ckpts/pick.pt --checkpoint-dir ckpts
+  eval-hab --scenario tidy_house --agent tp-srl 'agent.oracle_skills=[nav,place]'   # learned pick, oracle nav/place
 
 checkpoints of the learned agents (tp-srl, tp-srl-nonav), per skill: agent.checkpoints.<skill>=PATH (a .pt
 file or a train-skill run folder), else from --checkpoint-dir DIR: DIR/<skill>.pt or the newest
 DIR/<skill>/checkpoints/ckpt_<step>.pt (train-skill's layout: --checkpoint-dir runs/skill); with neither,
 the checkpoints shipped in the repository's checkpoints/<skill>.pt. Each skill observes the env with the
 camera settings it was trained with (its checkpoint's sim.camera.head), so skills trained at different
-depth sizes or backends run together.
+depth sizes or backends run together. agent.oracle_skills=[...] runs those skills with their oracle
+controllers instead (no checkpoint needed; recorded in results.json), to measure some learned skills
+inside the full task before all seven are trained.
 """
 
 TARGET_RGBA = (1.0, 0.2, 0.2, 0.35)
@@ -183,12 +186,14 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
 
     plans = initial_plans(scenario, episodes)
     needed = skills_in_plans(plans, agent_type)
+    oracle_skills = [] if agent_type == "oracle" else list(cfg["agent"].get("oracle_skills") or [])
     obs_keys: tuple[str, ...] = ()
     sim_cfg = cfg.get("sim")  # the env's simulator; a learned agent's head camera comes from its checkpoints
     checkpoints = None
     if agent_type != "oracle":
         try:
-            checkpoints = resolve_checkpoints(needed, cfg["agent"]["checkpoints"], checkpoint_dir)
+            learned = [s for s in needed if s not in oracle_skills]
+            checkpoints = resolve_checkpoints(learned, cfg["agent"]["checkpoints"], checkpoint_dir)
         except CheckpointMissing as exc:
             raise UsageError(str(exc)) from None
     agent = make_agent(agent_type, cfg["agent"], checkpoints)
@@ -233,6 +238,7 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
         "split": split,
         "seed": seed,
         "checkpoints": None if checkpoints is None else {k: str(v) for k, v in checkpoints.items()},
+        "oracle_skills": oracle_skills,
         **summary,
         "failed_subtask": _count(first_missing_stage(o.stages, stage_names) for o in outcomes if not o.success),
         "end_reasons": _count(o.end_reason for o in outcomes),

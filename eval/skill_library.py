@@ -87,17 +87,25 @@ class PolicyController:
 
 
 class LearnedSkills:
-    """Skill name -> `PolicyController` from checkpoint files (loaded once, on first use)."""
+    """Skill name -> `PolicyController` from checkpoint files (loaded once, on first use).
 
-    def __init__(self, checkpoints: Mapping[str, str | os.PathLike], deterministic: bool = True) -> None:
+    `scripted` maps the skills that run another controller instead (eval-hab's `agent.oracle_skills`:
+    skill -> a callable giving its oracle controller); they need no checkpoint and read no observations.
+    """
+
+    def __init__(self, checkpoints: Mapping[str, str | os.PathLike], deterministic: bool = True,
+                 scripted: Mapping[str, Callable[[str], Any]] | None = None) -> None:
         self.paths = {k: Path(v) for k, v in checkpoints.items()}
         self.deterministic = deterministic
+        self.scripted = dict(scripted or {})
         self._cache: dict[str, PolicyController] = {}
         self._env_camera: HeadCamera | None = None  # set by serve_observations
 
-    def __call__(self, skill: str) -> PolicyController:
+    def __call__(self, skill: str) -> Any:
         from skills.policy import SkillPolicy
 
+        if skill in self.scripted:
+            return self.scripted[skill](skill)
         if skill not in self._cache:
             if skill not in self.paths:
                 raise CheckpointMissing(f"no checkpoint for skill '{skill}'")
@@ -120,7 +128,8 @@ class LearnedSkills:
 
     def load_all(self, skills: Sequence[str]) -> None:
         for s in skills:
-            self(s)
+            if s not in self.scripted:
+                self(s)
 
     def serve_observations(self, sim_cfg: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The env's sim config for the loaded skills, with each controller set up to get its observations.
@@ -264,6 +273,6 @@ def resolve_checkpoints(skills: Sequence[str], configured: Mapping[str, Any],
                     f"no checkpoint for skill '{skill}': none shipped (no {shipped}); "
                     f"pass --checkpoint-dir DIR (DIR/{skill}.pt or a train-skill run "
                     f"DIR/{skill}/checkpoints/) "
-                    f"or agent.checkpoints.{skill}=PATH")
+                    f"or agent.checkpoints.{skill}=PATH, or run its oracle: agent.oracle_skills=[{skill}]")
             out[skill] = found
     return out

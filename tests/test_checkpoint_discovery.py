@@ -140,3 +140,27 @@ def test_eval_skill_help_shows_a_plain_percent(capsys):
         main(["--help"])
     text = capsys.readouterr().out
     assert "95% bootstrap" in text and "%%" not in text and "checkpoints/<skill>.pt" in text
+
+
+def test_oracle_skills_fill_in_for_skills_without_a_checkpoint(tmp_path, monkeypatch, capsys):
+    """agent.oracle_skills: the shipped learned pick runs inside Tidy House with oracle nav and place;
+    only pick needs (and records) a checkpoint, the oracle skills are recorded too."""
+    from eval.hab_eval import main
+
+    oracle = ["nav", "place", "open_fridge", "close_fridge", "open_cab", "close_cab"]
+    argv = ["--scenario", "tidy_house", "--agent", "tp-srl", "--episodes", "1", "--no-progress",
+            "hab_task.max_steps=300", f"agent.oracle_skills=[{','.join(oracle)}]"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    result = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert result["checkpoints"] == {"pick": str(SHIPPED / "pick.pt")} and result["oracle_skills"] == oracle
+    calls = result["episodes"][0]["skill_calls"]
+    assert calls[0].startswith("nav(") and calls[1].startswith("pick("), calls  # oracle nav, then the policy
+    # without the oracle stand-in, the missing nav checkpoint is named, with the way out
+    monkeypatch.setattr(library, "SHIPPED_CHECKPOINTS", tmp_path / "shipped")
+    (tmp_path / "shipped").mkdir()
+    (tmp_path / "shipped" / "pick.pt").write_bytes((SHIPPED / "pick.pt").read_bytes())
+    err = one_line_exit_2(capsys, main, [*argv[:-1], "--out", str(tmp_path / "b")])
+    assert "no checkpoint for skill 'nav'" in err and "agent.oracle_skills=[nav]" in err
+    err = one_line_exit_2(capsys, main, [*argv[:-1], "agent.oracle_skills=[jump]", "--out", str(tmp_path / "c")])
+    assert "agent.oracle_skills entry" in err and "'jump'" in err and "pick, place, nav" in err
+    assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
