@@ -23,6 +23,13 @@ from scipy.sparse import csgraph
 from rearrange.apartment import Box
 
 _SQRT2 = float(np.sqrt(2.0))
+_PURSUIT_CANDIDATES = 48  # cells nearest the goal whose straight segments path_heading checks
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    """`v` scaled to length 1 (the +x axis for a zero vector)."""
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 1e-9 else np.array([1.0, 0.0])
 
 
 def rasterize_inflated_boxes(boxes: Sequence[Any], origin: np.ndarray, resolution: float,
@@ -246,6 +253,63 @@ class NavMap:
         field = np.full(self.shape, np.inf)
         field[self._cells[:, 0], self._cells[:, 1]] = d
         return field
+
+    def path_heading(self, a_xy: Sequence[float], goal_xy: Sequence[float],
+                     lookahead: float = 1.0) -> tuple[float, np.ndarray] | None:
+        """(geodesic distance a -> goal, world unit vector along the shortest path from a), or None when
+        no path exists. The vector points at the furthest-along point of the path within `lookahead`
+        metres that a straight, navigable segment reaches (pure pursuit on the distance field): among
+        the cells within `lookahead`, those whose distance to the goal is not below what walking straight
+        there could save (grid paths are up to 8.3% longer than straight lines; this keeps out cells
+        behind a wall), the one nearest the goal with a clear segment from a's cell. Within one cell of
+        the goal, or when no segment is clear: the goal direction or the next cell downhill."""
+        field = self.distance_field(goal_xy)
+        cell = self.snap_cell(a_xy, max_dist=float("inf"))
+        if field is None or cell is None or not np.isfinite(field[cell]):
+            return None
+        here = float(field[cell])
+        a = np.asarray(a_xy[:2], dtype=np.float64)
+        if here <= self.resolution:
+            return here, _unit(np.asarray(goal_xy[:2], dtype=np.float64) - a)
+        k = int(np.ceil(lookahead / self.resolution))
+        lo = np.maximum(np.asarray(cell) - k, 0)
+        hi = np.minimum(np.asarray(cell) + k + 1, self.shape)
+        window = field[lo[0]:hi[0], lo[1]:hi[1]]
+        ii, jj = np.nonzero(window < here)
+        cells = np.stack([ii + lo[0], jj + lo[1]], axis=1)
+        start = self.cell_to_world(cell)
+        centers = self.origin + (cells + 0.5) * self.resolution
+        straight = np.linalg.norm(centers - start, axis=1)
+        values = window[ii, jj]
+        keep = (straight <= lookahead) & (values >= here - 1.09 * straight - self.resolution)
+        if not keep.any():
+            return here, _unit(np.asarray(goal_xy[:2], dtype=np.float64) - a)
+        centers, values = centers[keep], values[keep]
+        order = np.argsort(values, kind="stable")[:_PURSUIT_CANDIDATES]
+        for chunk in (order[:8], order[8:]):  # the first few are clear almost always
+            clear = self._segments_clear(start, centers[chunk]) if len(chunk) else np.zeros(0, dtype=bool)
+            if clear.any():
+                return here, _unit(centers[chunk[int(np.argmax(clear))]] - a)
+        return here, _unit(self._downhill_neighbour(cell, field) - a)
+
+    def _downhill_neighbour(self, cell: tuple[int, int], field: np.ndarray) -> np.ndarray:
+        """World centre of the 8-neighbour of `cell` nearest the goal on `field` (the grid path's next cell)."""
+        i, j = cell
+        lo_i, lo_j = max(i - 1, 0), max(j - 1, 0)
+        block = field[lo_i:i + 2, lo_j:j + 2]
+        bi, bj = np.unravel_index(int(np.argmin(block)), block.shape)
+        return self.cell_to_world((lo_i + bi, lo_j + bj))
+
+    def _segments_clear(self, a: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """For each row of `ends`, whether the straight segment from `a` stays navigable (res/2 samples)."""
+        length = float(np.max(np.linalg.norm(ends - a, axis=1), initial=0.0))
+        n = max(int(np.ceil(length / (0.5 * self.resolution))), 1)
+        t = np.arange(n + 1)[None, :, None] / n
+        pts = a[None, None, :] + (ends[:, None, :] - a[None, None, :]) * t
+        idx = np.floor((pts - self.origin) / self.resolution).astype(np.int64)
+        inside = ((idx >= 0) & (idx < np.asarray(self.shape))).all(axis=2)
+        idx = np.where(inside[..., None], idx, 0)
+        return (inside & self.largest_component_mask[idx[..., 0], idx[..., 1]]).all(axis=1)
 
     def field_at(self, field: np.ndarray, xy: Sequence[float]) -> float:
         """`field`'s value at the cell of `xy`, or at the navigable cell nearest to it (O(1))."""

@@ -27,6 +27,7 @@ SENSOR_NAMES = (
     "obj_start_sensor",
     "obj_goal_sensor",
     "goal_to_agent_gps_compass",
+    "goal_path_compass",
     "marker_rel_pos",
     "localization_sensor",
 )
@@ -112,6 +113,25 @@ def goal_to_agent_gps_compass(sim: Any, target: SensorTarget) -> np.ndarray:
     return np.array([np.hypot(rel[0], rel[1]), np.arctan2(rel[1], rel[0])], dtype=np.float32)
 
 
+PATH_LOOKAHEAD = 1.0  # m: goal_path_compass points at the shortest path's point about this far ahead
+
+
+def goal_path_compass(sim: Any, target: SensorTarget) -> np.ndarray:
+    """(geodesic distance to the navigation goal, cos, sin of the shortest path's bearing in the base
+    frame; bearing > 0: the path leads to the left), on the layout's nav map (`NavMap.path_heading`).
+    A map-reading robot's sense of where the way to the goal goes: around furniture and through
+    doorways, where the straight-line compass points at a wall. No path: the straight-line distance
+    and bearing. cos/sin, so a goal behind the robot does not jump between +pi and -pi."""
+    if target.nav_goal is None:
+        return np.zeros(3, dtype=np.float32)
+    goal = np.asarray(target.nav_goal, dtype=np.float64)[:2]
+    base = np.asarray(sim.base_xy, dtype=np.float64)
+    found = sim.navmap.path_heading(base, goal, PATH_LOOKAHEAD)
+    distance, direction = (float(np.linalg.norm(goal - base)), goal - base) if found is None else found
+    bearing = float(np.arctan2(direction[1], direction[0])) - float(sim.base_yaw)
+    return np.array([distance, np.cos(bearing), np.sin(bearing)], dtype=np.float32)
+
+
 def marker_rel_pos(sim: Any, target: SensorTarget) -> np.ndarray:
     """Handle marker position relative to the ee (base-frame axes)."""
     return _rel_ee(sim, None if target.handle is None else sim.handle_pos(target.handle))
@@ -132,6 +152,7 @@ SENSORS: dict[str, Callable[[Any, SensorTarget], np.ndarray]] = {
     "obj_start_sensor": obj_start_sensor,
     "obj_goal_sensor": obj_goal_sensor,
     "goal_to_agent_gps_compass": goal_to_agent_gps_compass,
+    "goal_path_compass": goal_path_compass,
     "marker_rel_pos": marker_rel_pos,
     "localization_sensor": localization_sensor,
 }
@@ -155,6 +176,9 @@ def sensor_space(name: str, depth_shape: tuple[int, int] = (128, 128), max_depth
         return spaces.Box(-inf, inf, shape=(7,), dtype=np.float32)
     if name == "goal_to_agent_gps_compass":
         return spaces.Box(np.array([0.0, -np.pi], dtype=np.float32), np.array([inf, np.pi], dtype=np.float32),
+                          dtype=np.float32)
+    if name == "goal_path_compass":
+        return spaces.Box(np.array([0.0, -1.0, -1.0], dtype=np.float32), np.array([inf, 1.0, 1.0], dtype=np.float32),
                           dtype=np.float32)
     if name == "localization_sensor":
         return spaces.Box(np.array([-inf, -inf, -np.pi], dtype=np.float32),

@@ -9,6 +9,7 @@ import pytest
 from rearrange.actions import ACTION_SLICES, action_space, expand_action
 from rearrange.env import ENV_SPECS, RearrangeEnv, make_registered_env, register_envs
 from rearrange.generate import generate_episodes
+from rearrange.sensors import SENSORS
 from rearrange.tasks.base import ExploreTask
 
 
@@ -169,6 +170,13 @@ def test_sensor_geometry():
     obs = env._obs()
     assert abs(obs["goal_to_agent_gps_compass"][1]) < 1e-4
     np.testing.assert_allclose(obs["localization_sensor"], [*sim.base_xy, sim.base_yaw], atol=1e-5)
+    # the path compass: geodesic distance, and turning by its bearing faces along the shortest path
+    distance, cos_b, sin_b = SENSORS["goal_path_compass"](sim, env.task.sensor_target)
+    assert distance == pytest.approx(sim.navmap.geodesic_distance(sim.base_xy, goal[:2]), abs=1e-4)
+    assert distance > 0.0 and cos_b**2 + sin_b**2 == pytest.approx(1.0, abs=1e-5)
+    sim.set_base_pose(sim.base_xy, sim.base_yaw + float(np.arctan2(sin_b, cos_b)))
+    distance, cos_b, sin_b = SENSORS["goal_path_compass"](sim, env.task.sensor_target)
+    assert cos_b == pytest.approx(1.0, abs=1e-4)
 
     obs, info = env.reset()  # open_fridge: the marker sensor points at the fridge handle
     assert np.linalg.norm(obs["marker_rel_pos"]) == pytest.approx(info["ee_to_handle_dist"], abs=1e-4)

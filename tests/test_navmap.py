@@ -95,3 +95,37 @@ def test_every_layout_is_fully_reachable(split):
         field = m.distance_field(points[0])
         for p in points:
             assert np.isfinite(field[m.world_to_cell(p)]), f"layout {seed}: {p} unreachable"
+
+
+def test_path_heading_points_at_the_doorway_not_through_the_wall(door_map):
+    start, goal = np.array([2.0, 0.6]), np.array([4.0, 0.6])  # the straight line crosses wall_a
+    distance, direction = door_map.path_heading(start, goal)
+    assert distance == pytest.approx(door_map.geodesic_distance(start, goal))
+    assert np.linalg.norm(direction) == pytest.approx(1.0)
+    assert direction[1] > 0.5  # towards the doorway (y 1.5-2.5), not along +x into the wall
+    # in open floor with nothing between, it points straight at the goal
+    _, direction = door_map.path_heading(np.array([1.0, 1.0]), np.array([2.0, 1.0]))
+    np.testing.assert_allclose(direction, [1.0, 0.0], atol=0.05)  # to a cell centre
+
+
+@pytest.mark.parametrize("seed", [0, 904])
+def test_walking_along_path_heading_reaches_the_goal(seed):
+    """Small steps along the heading lead to the goal through generated apartments, never much longer
+    than the geodesic distance and never onto blocked floor."""
+    nav = NavMap(generate_layout(seed))
+    rng = np.random.default_rng(seed)
+    walks = 0
+    while walks < 8:
+        a, goal = nav.sample_navigable(rng), nav.sample_navigable(rng)
+        total = nav.geodesic_distance(a, goal)
+        if not np.isfinite(total) or total < 2.0:
+            continue
+        walks += 1
+        p, walked = np.asarray(a, dtype=np.float64), 0.0
+        for _ in range(int(2 * total / 0.05)):
+            distance, direction = nav.path_heading(p, goal)
+            if distance < 0.2:
+                break
+            p, walked = p + 0.05 * direction, walked + 0.05
+            assert nav.snap_cell(p, max_dist=0.1) is not None, (seed, a, goal, p)
+        assert distance < 0.2 and walked <= 1.05 * total, (seed, a, goal, walked, total)
