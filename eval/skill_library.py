@@ -21,6 +21,7 @@ is an `ObservationMismatch` with one line, raised when the skills are loaded, be
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import os
 from collections import Counter
@@ -32,7 +33,7 @@ import numpy as np
 
 from rearrange.actions import ACTION_SLICES, expand_action
 from rearrange.sensors import SENSOR_NAMES, SENSORS, HeadCamera, SensorTarget, head_depth_as, sensor_space
-from skills.definitions import SkillDef
+from skills.definitions import SkillDef, get_skill
 
 GRIP = ACTION_SLICES["grip"].start
 # the trained skills that ship with the repository: checkpoints/<skill>.pt (found from this file, not the cwd)
@@ -52,6 +53,15 @@ class ObservationMismatch(ValueError):
 # ----------------------------------------------------------------------------- controllers
 
 
+def with_current_hab_settings(trained: SkillDef) -> SkillDef:
+    """`trained` (a checkpoint's skill: observations, actions) with how the HAB agent runs it, timeout and
+    termination, from the current configs/skill/<name>.yaml `hab` node: they are settings of the agent,
+    not of the training, so a change there applies to skills trained before it."""
+    current = get_skill(trained.name, base_movement=trained.base_movement)
+    return dataclasses.replace(trained, termination=current.termination, timeout=current.timeout,
+                               pddl_actions=current.pddl_actions, start_zone_radius=current.start_zone_radius)
+
+
 class PolicyController:
     """A learned skill policy (`skills.policy.SkillPolicy`) behind the controller interface.
 
@@ -63,7 +73,7 @@ class PolicyController:
 
     def __init__(self, policy: Any, own_sensors: Mapping[str, Sensor] | None = None) -> None:
         self.policy = policy
-        self.skill: SkillDef = policy.skill
+        self.skill: SkillDef = with_current_hab_settings(policy.skill)
         self.own_sensors: dict[str, Sensor] = dict(own_sensors or {})
         self.target = SensorTarget()
         self._released = False

@@ -68,7 +68,21 @@ def test_definition_matches_training_task():
         assert skill.obs_keys == task.obs_keys and skill.action_subsets == task.action_subsets
         assert skill.train_max_steps == task.max_steps
     assert [get_skill(n).train_max_steps for n in SKILL_NAMES] == [300, 300, 400, 200, 200, 200, 200]
-    assert get_skill("nav").timeout == 300 and get_skill("pick").timeout == get_skill("place").timeout == 300
+    # HAB timeouts: each skill's training episode length (habitat: nav 300, pick and place 200)
+    assert get_skill("nav").timeout == 400 and get_skill("pick").timeout == get_skill("place").timeout == 300
+
+
+def test_learned_skills_run_with_the_current_hab_settings():
+    """A checkpoint's skill keeps its observations and actions, but the HAB agent's timeout and
+    termination come from the current config (the shipped nav was trained when nav's timeout was 300)."""
+    import dataclasses
+
+    from eval.skill_library import with_current_hab_settings
+
+    trained = dataclasses.replace(get_skill("nav"), timeout=300, obs_keys=("head_depth",))
+    served = with_current_hab_settings(trained)
+    assert served.timeout == 400 and served.obs_keys == ("head_depth",)
+    assert served.termination == get_skill("nav").termination
 
 
 def test_pick_predicate():
