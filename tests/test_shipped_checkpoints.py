@@ -41,24 +41,26 @@ def test_shipped_checkpoint_loads_and_steps_in_its_skill_env(path):
         env.close()
 
 
-# Success of the shipped pick policy on the first 10 val episodes (seed 0), deterministic actions, as
-# measured when it was shipped (checkpoints/pick.md): 7 of 10. Issue #11 asks for >= 7 of 10 from a
-# policy that meets its 0.85 goal; until one ships, the guard is the shipped policy's own record minus
-# one episode, so a simulator or sensor change that breaks the policy fails here.
-PICK_FIRST_10_MIN_SUCCESSES = 6
+# Successes of the shipped policies on the first 10 val episodes (seed 0), deterministic actions, as
+# measured when each was shipped (its model card in checkpoints/): pick 7 of 10, nav 8 of 10. Issue #11
+# asks pick for >= 7 of 10 from a policy that meets its 0.85 goal; until then each guard is the shipped
+# policy's own record minus one episode, so a simulator or sensor change that breaks a policy fails here.
+FIRST_10_MIN_SUCCESSES = {"pick": 6, "nav": 7}
 
 
-def test_shipped_pick_still_succeeds_on_fixed_val_episodes():
+@pytest.mark.slow
+@pytest.mark.parametrize("skill", sorted(FIRST_10_MIN_SUCCESSES))
+def test_shipped_policy_still_succeeds_on_fixed_val_episodes(skill):
     from eval.skill_eval import PolicyAgent, run_episode
 
-    path = SHIPPED_CHECKPOINTS / "pick.pt"
+    path = SHIPPED_CHECKPOINTS / f"{skill}.pt"
     policy = SkillPolicy.from_checkpoint(path)
-    episodes = generate_episodes("pick", "val", 10, 0)
+    episodes = generate_episodes(skill, "val", 10, 0)
     env = RearrangeEnv(make_skill_task(policy.config["skill"]), episodes, sim_cfg=policy.config.get("sim"))
     env.reset(seed=0)
     try:
-        results = [run_episode(env, PolicyAgent(policy), i, None, "pick", {}) for i in range(10)]
+        results = [run_episode(env, PolicyAgent(policy), i, None, skill, {}) for i in range(10)]
     finally:
         env.close()
     successes = sum(r["success"] for r in results)
-    assert successes >= PICK_FIRST_10_MIN_SUCCESSES, [r["episode_id"] for r in results if not r["success"]]
+    assert successes >= FIRST_10_MIN_SUCCESSES[skill], [r["episode_id"] for r in results if not r["success"]]
