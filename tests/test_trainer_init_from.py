@@ -57,3 +57,18 @@ def test_init_from_a_missing_checkpoint_is_one_line(tmp_path):
         run(tmp_path / "b", "trainer.total_steps=64", f"trainer.init_from={tmp_path / 'nowhere.pt'}")
     assert str(exc.value) == f"trainer.init_from: checkpoint not found: {tmp_path / 'nowhere.pt'}"
     assert not (tmp_path / "b").exists()
+
+
+def test_a_fine_tuned_run_resumes_after_its_start_checkpoint_is_gone(tmp_path):
+    import shutil
+
+    from trainer.checkpoint import resume_run
+
+    run(tmp_path / "a", "trainer.total_steps=64")
+    run(tmp_path / "b", "trainer.total_steps=128", f"trainer.init_from={tmp_path / 'a'}")
+    shutil.rmtree(tmp_path / "a")
+    target = resume_run(tmp_path / "b", ["trainer.total_steps=192"])
+    assert target.config.trainer.init_from is None  # the run's own checkpoint holds the weights
+    summary = train(target.config, functools.partial(make_gym_env, env_id="Pendulum-v1"), resume=target.checkpoint,
+                    output_dir=target.run_dir)
+    assert summary["env_steps"] == 192
