@@ -269,8 +269,9 @@ class NavMap:
             return None
         here = float(field[cell])
         a = np.asarray(a_xy[:2], dtype=np.float64)
+        to_goal = np.asarray(goal_xy[:2], dtype=np.float64) - a
         if here <= self.resolution:
-            return here, _unit(np.asarray(goal_xy[:2], dtype=np.float64) - a)
+            return here, _unit(to_goal)
         k = int(np.ceil(lookahead / self.resolution))
         lo = np.maximum(np.asarray(cell) - k, 0)
         hi = np.minimum(np.asarray(cell) + k + 1, self.shape)
@@ -283,11 +284,11 @@ class NavMap:
         values = window[ii, jj]
         keep = (straight <= lookahead) & (values >= here - 1.09 * straight - self.resolution)
         if not keep.any():
-            return here, _unit(np.asarray(goal_xy[:2], dtype=np.float64) - a)
+            return here, _unit(to_goal)
         centers, values = centers[keep], values[keep]
         order = np.argsort(values, kind="stable")[:_PURSUIT_CANDIDATES]
         for chunk in (order[:8], order[8:]):  # the first few are clear almost always
-            clear = self._segments_clear(start, centers[chunk]) if len(chunk) else np.zeros(0, dtype=bool)
+            clear = self._segments_clear(start, centers[chunk])  # an empty chunk gives an empty mask
             if clear.any():
                 return here, _unit(centers[chunk[int(np.argmax(clear))]] - a)
         return here, _unit(self._downhill_neighbour(cell, field) - a)

@@ -213,11 +213,16 @@ def build_checkpoint_state(
 def restore_policy_state(state: Mapping, actor_critic: torch.nn.Module, ppo: Any) -> None:
     """Weights (observation normalisation included) and the value/reward scales of `state` into a new
     run; the optimizer, schedule, counters and RNGs stay the new run's. CheckpointError if they differ."""
+    _load_weights(state, actor_critic, "trainer.init_from checkpoint")
+    ppo.load_scales(state.get("ppo") or {})
+
+
+def _load_weights(state: Mapping, actor_critic: torch.nn.Module, what: str) -> None:
+    """`state["model"]` into `actor_critic`; CheckpointError naming `what` when they do not match."""
     try:
         actor_critic.load_state_dict(state["model"])
     except RuntimeError as exc:
-        raise CheckpointError(f"trainer.init_from checkpoint does not match this policy ({_one_line(exc)})") from None
-    ppo.load_scales(state.get("ppo") or {})
+        raise CheckpointError(f"{what} does not match this policy ({_one_line(exc)})") from None
 
 
 def restore_training_state(
@@ -227,10 +232,7 @@ def restore_training_state(
     for key in ("ppo", "rng", "counters"):
         if key not in state:
             raise CheckpointError(f"checkpoint cannot resume training: missing {key}")
-    try:
-        actor_critic.load_state_dict(state["model"])
-    except RuntimeError as exc:
-        raise CheckpointError(f"checkpoint does not match this policy ({_one_line(exc)})") from None
+    _load_weights(state, actor_critic, "checkpoint")
     try:
         ppo.load_state_dict(state["ppo"])
     except (KeyError, ValueError, RuntimeError) as exc:

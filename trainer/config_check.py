@@ -84,11 +84,7 @@ class _Node:
             return None
         expected = "a number" + _interval(low, high, low_open, high_open)
         number = _as_float(value)
-        if number is None:
-            raise self.fail(name, expected, value)
-        if low is not None and (number < low or (low_open and number == low)):
-            raise self.fail(name, expected, value)
-        if high is not None and (number > high or (high_open and number == high)):
+        if number is None or not _within(number, low, high, low_open, high_open):
             raise self.fail(name, expected, value)
         return number
 
@@ -119,9 +115,7 @@ class _Node:
         if isinstance(value, (str, Mapping)) or not isinstance(value, Sequence) or not value:
             raise self.fail(name, expected, value)
         numbers = [_as_float(v) for v in value]
-        outside = [n is None or (low is not None and (n < low or (open_ends and n == low)))
-                   or (high is not None and (n > high or (open_ends and n == high))) for n in numbers]
-        if any(outside):
+        if any(n is None or not _within(n, low, high, open_ends, open_ends) for n in numbers):
             raise self.fail(name, expected, list(value))
         return [float(n) for n in numbers if n is not None]
 
@@ -138,6 +132,13 @@ def _as_float(value: Any) -> float | None:
     if not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def _within(number: float, low: float | None, high: float | None, low_open: bool, high_open: bool) -> bool:
+    """Whether `number` lies in the interval `low`/`high` (None: unbounded; open ends with `*_open`)."""
+    if low is not None and (number < low or (low_open and number == low)):
+        return False
+    return high is None or not (number > high or (high_open and number == high))
 
 
 def _interval(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
