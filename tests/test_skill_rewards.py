@@ -326,13 +326,19 @@ def test_art_reward_rises_toward_desired_state_and_bonus_once(kind):
     assert "reward/at_desired_state" not in info and not term  # once; no stop, no end
     _, _, term, _, info = env.step(action(env, grip=-1.0, stop=1.0))  # at rest, not grasping, stop
     assert term and info["success"] == 1.0 and info["reward/success"] == 10.0
+    assert "reward/early_stop" not in info  # a successful stop costs nothing
     env.close()
 
 
-def test_art_stop_before_desired_state_ends_without_success():
+def test_art_stop_before_desired_state_ends_without_success_and_pays_early_stop_pen():
     env = make_env("open_fridge")
-    _, _, term, _, info = env.step(action(env, grip=-1.0, stop=1.0))
+    _, reward, term, _, info = env.step(action(env, grip=-1.0, stop=1.0))
     assert term and info["success"] == 0.0 and "reward/success" not in info
+    assert info["reward/early_stop"] == -2.0 and reward < -1.9
+    env.close()
+    env = make_env("open_fridge", reward__early_stop_pen=0.0)  # habitat's setting: no such term
+    _, reward, term, _, info = env.step(action(env, grip=-1.0, stop=1.0))
+    assert term and "reward/early_stop" not in info and reward > -0.5
     env.close()
 
 

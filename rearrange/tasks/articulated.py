@@ -7,7 +7,8 @@ Reward per step: slack; art_dist_reward x decrease of |joint - desired| while no
 state; grasp_reward on the first grasp of the right handle; wrong_grasp_pen on grasping anything
 else (ends if `wrong_grasp_end`); art_at_desired_state_reward once; ee_dist_reward x decrease of
 ee->rest while at the desired state, else marker_dist_reward x decrease of ee->handle while not
-grasping; contact-force penalty and force termination; success_reward when successful.
+grasping; contact-force penalty and force termination; success_reward when successful, else
+early_stop_pen when the stop action ends the episode (a deviation, 0 in habitat).
 Success: at the desired state, nothing grasped, ee within `ee_resting_threshold` of rest, and stop
 called. Calling stop ends the episode.
 """
@@ -47,6 +48,7 @@ class ArtReward:
     art_at_desired_state_reward: float
     marker_dist_reward: float
     ee_dist_reward: float
+    early_stop_pen: float  # paid when stop ends the episode without success (habitat: none, 0)
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,8 @@ class ArtObjTask(SkillTask):
         if success:
             terms["success"] = r.success_reward
             terminated = True
+        elif stop and s.end_on_stop and r.early_stop_pen:
+            terms["early_stop"] = -r.early_stop_pen
         info.update({"art_q": float(sim.art_q(self.art)), "art_dist": self.art_distance(sim),
                      "at_desired_state": float(at_desired), "stop": float(stop)})
         return self._task_step(terms, terminated, success, info)
