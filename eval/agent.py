@@ -90,7 +90,7 @@ class SkillController(Protocol):
 
     skill: SkillDef
 
-    def start(self, sim: Any, target: SensorTarget) -> None: ...
+    def start(self, sim: Any, target: SensorTarget, retry: bool = False) -> None: ...
 
     def act(self, sim: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray: ...
 
@@ -102,8 +102,8 @@ class OracleController:
         self.skill = skill
         self.oracle = oracle
 
-    def start(self, sim: Any, target: SensorTarget) -> None:
-        self.oracle.start(sim, target)
+    def start(self, sim: Any, target: SensorTarget, retry: bool = False) -> None:
+        self.oracle.start(sim, target)  # an oracle acts the same on a retry
 
     def act(self, sim: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray:
         return np.asarray(self.oracle.act(sim), dtype=np.float64).reshape(ACTION_DIM)
@@ -317,7 +317,8 @@ class HabAgent:
         sim = env.sim
         label = call_label(call)
         run.active = (call.skill, label)
-        controller.start(sim, target)
+        retry = any(r.label == label for r in run.skill_runs)  # this call ran before in the episode
+        controller.start(sim, target, retry=retry)
         keys = tuple(dict.fromkeys((*MONITOR_KEYS, *env.task.obs_keys)))
         obs = observe(sim, target, keys)
         monitor = SkillMonitor(skill)
@@ -450,7 +451,8 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
     else:
         oracle_skills = tuple(agent_cfg.get("oracle_skills") or ())
         skills = LearnedSkills(checkpoints or {}, deterministic=bool(agent_cfg["deterministic"]),
-                               scripted=dict.fromkeys(oracle_skills, OracleSkills(oracle_cfg)))
+                               scripted=dict.fromkeys(oracle_skills, OracleSkills(oracle_cfg)),
+                               sample_retries=bool(agent_cfg.get("sample_retries", False)))
     return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]),
                     renavigate=bool(agent_cfg["renavigate_after_failure"]), settle_steps=int(agent_cfg["settle_steps"]),
                     mode=str(agent_cfg.get("mode", "replan")),
@@ -470,6 +472,9 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
         value = agent_cfg.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
+    for key in ("deterministic", "sample_retries"):
+        if not isinstance(agent_cfg.get(key, False), bool):
+            raise ConfigError(f"agent.{key} must be true or false; got {agent_cfg.get(key)!r}")
     oracle_skills = agent_cfg.get("oracle_skills", ())
     if isinstance(oracle_skills, str) or not isinstance(oracle_skills, Sequence):
         raise ConfigError(f"agent.oracle_skills must be a list of skills; got {oracle_skills!r}")

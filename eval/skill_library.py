@@ -69,16 +69,22 @@ class PolicyController:
     once a place has released it, so a noisy grip output cannot undo the skill's effect.
     `own_sensors` (set by `LearnedSkills.serve_observations`) are observations the controller computes
     itself, from the sim, instead of taking the env's (head depth with the skill's own camera).
+    `sample_retries`: a deterministic policy samples its actions on a retry (a call the episode ran
+    before), so that it does not repeat the failure exactly.
     """
 
-    def __init__(self, policy: Any, own_sensors: Mapping[str, Sensor] | None = None) -> None:
+    def __init__(self, policy: Any, own_sensors: Mapping[str, Sensor] | None = None,
+                 sample_retries: bool = False) -> None:
         self.policy = policy
         self.skill: SkillDef = with_current_hab_settings(policy.skill)
         self.own_sensors: dict[str, Sensor] = dict(own_sensors or {})
         self.target = SensorTarget()
         self._released = False
+        self._deterministic = bool(policy.deterministic)
+        self.sample_retries = sample_retries
 
-    def start(self, sim: Any, target: SensorTarget) -> None:
+    def start(self, sim: Any, target: SensorTarget, retry: bool = False) -> None:
+        self.policy.deterministic = self._deterministic and not (retry and self.sample_retries)
         self.policy.reset()
         self.target = target
         self._released = False
@@ -104,9 +110,10 @@ class LearnedSkills:
     """
 
     def __init__(self, checkpoints: Mapping[str, str | os.PathLike], deterministic: bool = True,
-                 scripted: Mapping[str, Callable[[str], Any]] | None = None) -> None:
+                 scripted: Mapping[str, Callable[[str], Any]] | None = None, sample_retries: bool = False) -> None:
         self.paths = {k: Path(v) for k, v in checkpoints.items()}
         self.deterministic = deterministic
+        self.sample_retries = sample_retries
         self.scripted = dict(scripted or {})
         self._cache: dict[str, PolicyController] = {}
         self._env_camera: HeadCamera | None = None  # set by serve_observations
@@ -123,7 +130,7 @@ class LearnedSkills:
             if policy.skill.name != skill:
                 raise CheckpointMissing(f"checkpoint {self.paths[skill]} holds skill '{policy.skill.name}', "
                                         f"not '{skill}'")
-            self._cache[skill] = PolicyController(policy)
+            self._cache[skill] = PolicyController(policy, sample_retries=self.sample_retries)
             if self._env_camera is not None:  # loaded after the env was set up (a skill only a re-plan uses)
                 self._serve(skill, self._env_camera)
         return self._cache[skill]

@@ -49,7 +49,7 @@ class _Stall:
     def __init__(self, skill):
         self.skill = skill
 
-    def start(self, sim, target):
+    def start(self, sim, target, retry=False):
         pass
 
     def act(self, sim, obs):
@@ -85,6 +85,71 @@ def test_replans_after_injected_pick_failure_and_picks_again(renavigate):
         assert runs[2].label == "nav(obj_0)"
     assert retry.label == "pick(obj_0)" and retry.effects_hold
     assert out.stages["pick_0"]
+
+
+class _RecordingStarts:
+    """Skill factory: `inner`'s controllers, recording (skill, retry) each call starts with."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.starts = []
+
+    def __call__(self, name):
+        controller, starts = self.inner(name), self.starts
+
+        class _Recorded:
+            skill = controller.skill
+
+            def start(self, sim, target, retry=False):
+                starts.append((name, retry))
+                controller.start(sim, target, retry=retry)
+
+            def act(self, sim, obs):
+                return controller.act(sim, obs)
+
+        return _Recorded()
+
+
+def test_a_call_the_episode_ran_before_starts_as_a_retry():
+    env = _env("tidy_house", 1200)
+    try:
+        skills = _RecordingStarts(FirstCallReplaced("pick", lambda oracle: _Stall(oracle.skill)))
+        agent = HabAgent("oracle", skills, max_replans=2, renavigate=True)
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    assert [r.label for r in out.skill_runs[:5]] == ["nav(obj_0)", "pick(obj_0)", "nav(obj_0)", "pick(obj_0)",
+                                                     "nav(goal_obj_0)"]
+    assert skills.starts[:5] == [("nav", False), ("pick", False), ("nav", True), ("pick", True), ("nav", False)]
+
+
+class _FakePolicy:
+    def __init__(self, deterministic):
+        from skills.definitions import get_skill
+
+        self.skill = get_skill("pick")
+        self.deterministic = deterministic
+
+    def reset(self):
+        pass
+
+
+@pytest.mark.parametrize("sample_retries", [False, True])
+def test_policy_controller_samples_only_on_retries_when_asked(sample_retries):
+    from eval.skill_library import PolicyController
+    from rearrange.sensors import SensorTarget
+
+    policy = _FakePolicy(deterministic=True)
+    controller = PolicyController(policy, sample_retries=sample_retries)
+    seen = []
+    for retry in (False, True, False):
+        controller.start(None, SensorTarget(), retry=retry)
+        seen.append(policy.deterministic)
+    assert seen == ([True, False, True] if sample_retries else [True, True, True])
+    sampled = _FakePolicy(deterministic=False)  # agent.deterministic=false: every call samples
+    controller = PolicyController(sampled, sample_retries=sample_retries)
+    controller.start(None, SensorTarget(), retry=False)
+    assert sampled.deterministic is False
 
 
 def test_failure_is_recorded_when_replans_are_exhausted():

@@ -33,8 +33,8 @@ class _Hurried:
         self.inner = inner
         self.skill = dataclasses.replace(inner.skill, timeout=timeout)
 
-    def start(self, sim, target):
-        self.inner.start(sim, target)
+    def start(self, sim, target, retry=False):
+        self.inner.start(sim, target, retry=retry)
 
     def act(self, sim, obs):
         return self.inner.act(sim, obs)
