@@ -32,13 +32,14 @@ import numpy as np
 
 EXAMPLES = """examples:
   eval-hab --scenario tidy_house --agent oracle --episodes 20 --split val
-  eval-hab --scenario tidy_house --agent tp-srl --episodes 20 --video out/videos   # shipped checkpoints/
+  eval-hab --scenario tidy_house --agent tp-srl --episodes 20 --video out/videos 'agent.oracle_skills=[place]'
+      # the shipped checkpoints/ (pick, nav, close_cab, close_fridge so far), place by its oracle
   eval-hab --scenario set_table --agent tp-srl --checkpoint-dir runs/skill --episodes 100   # train-skill runs
   eval-hab --scenario prepare_groceries --agent tp-srl-nonav --checkpoint-dir ckpts   # ckpts/<skill>.pt
   eval-hab --scenario set_table --agent tp-srl --mode fixed --episodes 50   # habitat-lab's fixed plan
   eval-hab --scenario tidy_house --episodes 5 agent.max_replans=0 hab_task.max_steps=5000
   eval-hab --scenario set_table --agent tp-srl agent.checkpoints.pick=ckpts/pick.pt --checkpoint-dir ckpts
-  eval-hab --scenario tidy_house --agent tp-srl 'agent.oracle_skills=[nav,place]'   # learned pick, oracle nav/place
+  eval-hab --scenario tidy_house --agent tp-srl 'agent.oracle_skills=[nav,place]'   # learned pick only
 
 checkpoints of the learned agents (tp-srl, tp-srl-nonav), per skill: agent.checkpoints.<skill>=PATH (a .pt
 file or a train-skill run folder), else from --checkpoint-dir DIR: DIR/<skill>.pt or the newest
