@@ -452,7 +452,8 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
         oracle_skills = tuple(agent_cfg.get("oracle_skills") or ())
         skills = LearnedSkills(checkpoints or {}, deterministic=bool(agent_cfg["deterministic"]),
                                scripted=dict.fromkeys(oracle_skills, OracleSkills(oracle_cfg)),
-                               sample_retries=bool(agent_cfg.get("sample_retries", False)))
+                               sample_retries=bool(agent_cfg.get("sample_retries", False)),
+                               sampled_skills=tuple(agent_cfg.get("sampled_skills") or ()))
     return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]),
                     renavigate=bool(agent_cfg["renavigate_after_failure"]), settle_steps=int(agent_cfg["settle_steps"]),
                     mode=str(agent_cfg.get("mode", "replan")),
@@ -475,12 +476,13 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     for key in ("deterministic", "sample_retries"):
         if not isinstance(agent_cfg.get(key, False), bool):
             raise ConfigError(f"agent.{key} must be true or false; got {agent_cfg.get(key)!r}")
-    oracle_skills = agent_cfg.get("oracle_skills", ())
-    if isinstance(oracle_skills, str) or not isinstance(oracle_skills, Sequence):
-        raise ConfigError(f"agent.oracle_skills must be a list of skills; got {oracle_skills!r}")
-    for name in oracle_skills:
-        if name not in SKILL_NAMES:
-            raise ConfigError(unknown_choice("agent.oracle_skills entry", str(name), SKILL_NAMES))
+    for key in ("oracle_skills", "sampled_skills"):
+        names = agent_cfg.get(key, ())
+        if isinstance(names, str) or not isinstance(names, Sequence):
+            raise ConfigError(f"agent.{key} must be a list of skills; got {names!r}")
+        for name in names:
+            if name not in SKILL_NAMES:
+                raise ConfigError(unknown_choice(f"agent.{key} entry", str(name), SKILL_NAMES))
     after = agent_cfg.get("fixed_renavigate_after", ())
     if isinstance(after, str) or not isinstance(after, Sequence):
         raise ConfigError(f"agent.fixed_renavigate_after must be a list of plan actions; got {after!r}")

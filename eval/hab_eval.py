@@ -33,7 +33,7 @@ import numpy as np
 EXAMPLES = """examples:
   eval-hab --scenario tidy_house --agent oracle --episodes 20 --split val
   eval-hab --scenario tidy_house --agent tp-srl --episodes 20 --video out/videos 'agent.oracle_skills=[place]'
-      # the shipped checkpoints/ (pick, nav, close_cab, close_fridge so far), place by its oracle
+      # the shipped checkpoints/ (every skill but place so far), place by its oracle
   eval-hab --scenario set_table --agent tp-srl --checkpoint-dir runs/skill --episodes 100   # train-skill runs
   eval-hab --scenario prepare_groceries --agent tp-srl-nonav --checkpoint-dir ckpts   # ckpts/<skill>.pt
   eval-hab --scenario set_table --agent tp-srl --mode fixed --episodes 50   # habitat-lab's fixed plan

@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +110,11 @@ class LearnedSkills:
     """
 
     def __init__(self, checkpoints: Mapping[str, str | os.PathLike], deterministic: bool = True,
-                 scripted: Mapping[str, Callable[[str], Any]] | None = None, sample_retries: bool = False) -> None:
+                 scripted: Mapping[str, Callable[[str], Any]] | None = None, sample_retries: bool = False,
+                 sampled_skills: Collection[str] = ()) -> None:
         self.paths = {k: Path(v) for k, v in checkpoints.items()}
         self.deterministic = deterministic
+        self.sampled_skills = frozenset(sampled_skills)  # these sample their actions even when deterministic
         self.sample_retries = sample_retries
         self.scripted = dict(scripted or {})
         self._cache: dict[str, PolicyController] = {}
@@ -126,7 +128,8 @@ class LearnedSkills:
         if skill not in self._cache:
             if skill not in self.paths:
                 raise CheckpointMissing(f"no checkpoint for skill '{skill}'")
-            policy = SkillPolicy.from_checkpoint(self.paths[skill], deterministic=self.deterministic)
+            deterministic = self.deterministic and skill not in self.sampled_skills
+            policy = SkillPolicy.from_checkpoint(self.paths[skill], deterministic=deterministic)
             if policy.skill.name != skill:
                 raise CheckpointMissing(f"checkpoint {self.paths[skill]} holds skill '{policy.skill.name}', "
                                         f"not '{skill}'")

@@ -152,6 +152,23 @@ def test_policy_controller_samples_only_on_retries_when_asked(sample_retries):
     assert sampled.deterministic is False
 
 
+def test_sampled_skills_sample_while_the_others_act_with_the_mean():
+    """agent.sampled_skills: those learned skills sample their actions, every other one stays deterministic."""
+    from eval.agent import check_agent_config
+    from eval.skill_library import SHIPPED_CHECKPOINTS, LearnedSkills
+    from trainer.config import ConfigError
+
+    paths = {s: SHIPPED_CHECKPOINTS / f"{s}.pt" for s in ("pick", "close_cab")}
+    skills = LearnedSkills(paths, deterministic=True, sampled_skills=("close_cab",))
+    assert skills("close_cab").policy.deterministic is False
+    assert skills("pick").policy.deterministic is True
+    everything_sampled = LearnedSkills(paths, deterministic=False, sampled_skills=("close_cab",))
+    assert everything_sampled("pick").policy.deterministic is False
+    cfg = {"max_replans": 0, "settle_steps": 0, "deterministic": True, "sampled_skills": ["fly"]}
+    with pytest.raises(ConfigError, match="agent.sampled_skills entry.*'fly'"):
+        check_agent_config(cfg)
+
+
 def test_failure_is_recorded_when_replans_are_exhausted():
     env = _env("tidy_house", 700)
     try:

@@ -296,9 +296,10 @@ def test_nav_turning_toward_goal_pays_and_stop_at_goal_succeeds():
     env.close()
 
 
+@pytest.mark.parametrize("must_call_stop", [False, True], ids=["no_stop_needed", "habitat_stop"])
 @pytest.mark.parametrize("kind", ["open_fridge", "open_cab"])
-def test_art_reward_rises_toward_desired_state_and_bonus_once(kind):
-    env = make_env(kind)
+def test_art_reward_rises_toward_desired_state_and_bonus_once(kind, must_call_stop):
+    env = make_env(kind, success__must_call_stop=must_call_stop)
     sim, task = env.sim, env.task
     # step back 1.2 m so that the teleported door/drawer does not hit the robot (that would be a
     # force termination, tested elsewhere)
@@ -322,6 +323,11 @@ def test_art_reward_rises_toward_desired_state_and_bonus_once(kind):
     sim.set_art_q(art, task.desired)
     _, _, term, _, info = env.step(action(env, grip=-1.0))
     assert info["reward/at_desired_state"] == 5.0 and info["at_desired_state"] == 1.0
+    if not must_call_stop:  # the shipped configs (deviation): open, released, arm at rest is success
+        assert term and info["success"] == 1.0 and info["reward/success"] == 10.0
+        env.close()
+        return
+    assert not term and info["success"] == 0.0
     _, _, term, _, info = env.step(action(env, grip=-1.0))
     assert "reward/at_desired_state" not in info and not term  # once; no stop, no end
     _, _, term, _, info = env.step(action(env, grip=-1.0, stop=1.0))  # at rest, not grasping, stop
