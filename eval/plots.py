@@ -3,6 +3,7 @@
 - `plot_stage_success(stage_stats, path)`: bar chart of per-stage success (the `stage_success`
   dict of `eval.metrics.aggregate`, each {mean, ci_low, ci_high}) with confidence-interval error
   bars, like the VER paper's Fig. 6 and ManiSkill-HAB's progressive completion plots.
+- `plot_stage_comparison(groups, path)`: the same for several agents side by side (VER paper Fig. 6).
 - `plot_learning_curves(curves, path)`: metric against environment steps for one or more runs,
   each with an optional confidence band (e.g. VER vs NoVER vs sync success over training).
 """
@@ -39,21 +40,39 @@ def plot_stage_success(
     ylabel: str = "episodes that completed the stage",
 ) -> Path:
     """Bar chart of per-stage success rates (in the mapping's order) with CI error bars."""
-    if not stage_stats:
-        raise ValueError("plot_stage_success needs at least one stage")
-    names = list(stage_stats)
-    mean = np.array([float(stage_stats[n]["mean"]) for n in names])
-    low = np.array([float(stage_stats[n].get("ci_low", stage_stats[n]["mean"])) for n in names])
-    high = np.array([float(stage_stats[n].get("ci_high", stage_stats[n]["mean"])) for n in names])
-    yerr = np.vstack([np.maximum(mean - low, 0.0), np.maximum(high - mean, 0.0)])
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(names) + 1.5), 3.5))
+    return plot_stage_comparison({"": stage_stats}, path, title=title, ylabel=ylabel)
+
+
+def plot_stage_comparison(
+    groups: Mapping[str, Mapping[str, Mapping[str, float]]],
+    path: str | os.PathLike,
+    title: str = "",
+    ylabel: str = "episodes that completed the stage",
+) -> Path:
+    """Grouped bars: per-stage success of several agents (label -> `stage_success`), with CI error
+    bars; stages in order of first appearance, a stage an agent lacks drawn as 0 without a bar error."""
+    names: list[str] = []
+    for stats in groups.values():
+        names.extend(n for n in stats if n not in names)
+    if not names:
+        raise ValueError("plot_stage_comparison needs at least one stage")
+    width = 0.8 / len(groups)
+    fig, ax = plt.subplots(figsize=(max(4.0, (0.45 + 0.25 * len(groups)) * len(names) + 1.5), 3.5))
     x = np.arange(len(names))
-    ax.bar(x, mean, yerr=yerr, capsize=3, color="tab:blue", alpha=0.85)
+    for i, (label, stats) in enumerate(groups.items()):
+        mean = np.array([float(stats[n]["mean"]) if n in stats else 0.0 for n in names])
+        low = np.array([float(stats[n].get("ci_low", stats[n]["mean"])) if n in stats else 0.0 for n in names])
+        high = np.array([float(stats[n].get("ci_high", stats[n]["mean"])) if n in stats else 0.0 for n in names])
+        yerr = np.vstack([np.maximum(mean - low, 0.0), np.maximum(high - mean, 0.0)])
+        ax.bar(x + (i - (len(groups) - 1) / 2) * width, mean, width=width, yerr=yerr, capsize=2,
+               alpha=0.85, label=label or None, color=None if len(groups) > 1 else "tab:blue")
     ax.set_xticks(x, names, rotation=45, ha="right")
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
+    if len(groups) > 1:
+        ax.legend(fontsize=7, loc="upper right")
     ax.grid(axis="y", alpha=0.3)
     return _save_png(fig, path)
 

@@ -349,7 +349,7 @@ def _spawn(kind: str, ctx: LayoutContext, rng: np.random.Generator,
     if kind == "close_fridge":
         return ctx.spawn_outside_door(rng, info["articulated"], settled, art)
     if kind in ("open_fridge", "open_cab", "close_cab"):
-        return ctx.spawn_in_front(rng, info["articulated"], settled, art)
+        return ctx.spawn_in_front(rng, info["articulated"], settled, art, skill=kind)
     return ctx.spawn_anywhere(rng, settled, art)
 
 

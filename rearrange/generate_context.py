@@ -239,13 +239,17 @@ class LayoutContext:
         return None
 
     def spawn_in_front(self, rng: np.random.Generator, art_name: str, poses: Poses,
-                       art_states: Mapping[str, float]) -> dict[str, Any] | None:
-        """In front of an articulated object (front_center +- noise), facing it + noise."""
+                       art_states: Mapping[str, float], skill: str | None = None) -> dict[str, Any] | None:
+        """In front of an articulated object (front_center +- noise), facing it + noise; the noise of
+        `spawn.art_start_noise.<skill>` where the config gives one, else `art_pos_noise` / `art_yaw_noise_std`."""
         sp = self.cfg["spawn"]
+        wider = (sp.get("art_start_noise") or {}).get(skill) or {}
+        pos_noise = float(wider.get("pos", sp["art_pos_noise"]))
+        yaw_noise_std = float(wider.get("yaw_std", sp["art_yaw_noise_std"]))
         art = self.layout.articulated[art_name]
         for _ in range(int(sp["attempts"])):
-            xy = np.asarray(art.front_center, dtype=np.float64) + rng.uniform(-1, 1, 2) * sp["art_pos_noise"]
-            yaw = float(art.facing_yaw + rng.normal(0.0, sp["art_yaw_noise_std"]))
+            xy = np.asarray(art.front_center, dtype=np.float64) + rng.uniform(-1, 1, 2) * pos_noise
+            yaw = float(art.facing_yaw + rng.normal(0.0, yaw_noise_std))
             if self.robot_free(poses, art_states, xy, yaw):
                 return {"xy": [float(xy[0]), float(xy[1])], "yaw": yaw}
         return None

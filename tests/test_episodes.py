@@ -246,7 +246,8 @@ def test_skill_spawn_rules(generated):
                 rel = np.subtract(ep.robot_start["xy"], art.joint_pos[:2])
                 assert rel @ outward >= 0.65 - 1e-6 and 0.3 <= rel @ along <= 0.8
             else:
-                assert np.linalg.norm(np.subtract(ep.robot_start["xy"], art.front_center)) <= 0.1 * np.sqrt(2) + 1e-9
+                noise = 0.8 if kind == "open_fridge" else 0.1  # configs/episodes.yaml spawn.art_start_noise
+                assert np.linalg.norm(np.subtract(ep.robot_start["xy"], art.front_center)) <= noise * np.sqrt(2) + 1e-9
             lo, hi = art.joint_range
             if kind.startswith("open"):
                 assert q == lo
@@ -256,6 +257,23 @@ def test_skill_spawn_rules(generated):
                 assert lo + 0.4 * (hi - lo) - 1e-9 <= q <= lo + 0.5 * (hi - lo) + 1e-9
             # the target object waits inside the container
             assert layout.receptacles[ep.object_spec(ep.targets[0].object).receptacle].container == art.name
+
+
+def test_open_fridge_starts_spread_like_a_learned_nav_leaves_the_robot():
+    """spawn.art_start_noise.open_fridge: starts up to 0.8 m (per axis) and ~0.5 rad off the fridge's
+    front, where the learned nav stops in Set Table; open_cab keeps habitat's +-0.1 m."""
+    def offsets(kind):
+        out = []
+        for ep in generate_episodes(kind, "val", 20, seed=0):
+            art = generate_layout(ep.layout_seed).articulated[ep.info["articulated"]]
+            yaw = (ep.robot_start["yaw"] - art.facing_yaw + np.pi) % (2 * np.pi) - np.pi
+            out.append((float(np.linalg.norm(np.subtract(ep.robot_start["xy"], art.front_center))), abs(yaw)))
+        return np.array(out)
+
+    fridge, cab = offsets("open_fridge"), offsets("open_cab")
+    assert fridge[:, 0].max() > 0.5 and fridge[:, 0].max() <= 0.8 * np.sqrt(2) + 1e-9
+    assert np.median(fridge[:, 1]) > 0.15
+    assert cab[:, 0].max() <= 0.1 * np.sqrt(2) + 1e-9
 
 
 def _distance_to_door_sweep(art, q: float, xy) -> float:

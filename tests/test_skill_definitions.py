@@ -67,9 +67,10 @@ def test_definition_matches_training_task():
         skill, task = get_skill(name), make_skill_task(load_skill_config(name))
         assert skill.obs_keys == task.obs_keys and skill.action_subsets == task.action_subsets
         assert skill.train_max_steps == task.max_steps
-    assert [get_skill(n).train_max_steps for n in SKILL_NAMES] == [300, 300, 400, 200, 200, 200, 200]
-    # HAB timeouts: each skill's training episode length (habitat: nav 300, pick and place 200)
+    assert [get_skill(n).train_max_steps for n in SKILL_NAMES] == [300, 300, 400, 300, 200, 200, 200]
+    # HAB timeouts: each skill's training episode length (habitat: nav 300, pick, place and open_fridge 200)
     assert get_skill("nav").timeout == 400 and get_skill("pick").timeout == get_skill("place").timeout == 300
+    assert get_skill("open_fridge").timeout == 300
 
 
 def test_learned_skills_run_with_the_current_hab_settings():

@@ -372,6 +372,10 @@ def test_art_grasping_the_right_handle_pays_grasp_reward_once():
     # force limits off: reaching straight at the handle presses the arm against the fridge
     env = make_env("open_fridge", reward__force__max_instant_force=0.0, reward__force__max_accum_force=0.0)
     sim, handle = env.sim, env.task.handle
+    # open_fridge starts up to ~1 m off (spawn.art_start_noise): stand squarely in front of the fridge
+    fridge = sim.layout.articulated[env.current_episode.info["articulated"]]
+    sim.set_base_pose(np.asarray(fridge.front_center, dtype=np.float64), fridge.facing_yaw)
+    env.task.reset(sim, env.current_episode, np.random.default_rng(0))
     grasp_rewards, info = [], {}
     for _ in range(150):
         d = float(np.linalg.norm(sim.handle_pos(handle) - sim.ee_pos))
