@@ -183,6 +183,7 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
     from eval.skill_library import CheckpointMissing, ObservationMismatch, resolve_checkpoints
     from rearrange.env import RearrangeEnv
     from rearrange.tasks.hab import HabTask
+    from skills.policy import seed_action_sampling
     from trainer.checkpoint import CheckpointError
 
     plans = initial_plans(scenario, episodes)
@@ -213,6 +214,7 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
     try:
         bar = tqdm(range(len(episodes)), desc=f"eval-hab {scenario} ({agent_type})", unit="ep", disable=not progress)
         for i in bar:
+            seed_action_sampling(seed, i)  # sampled skills: reproducible, per episode
             recorder = None if video_dir is None else EpisodeVideo(Path(video_dir), scenario, vcfg)
             try:
                 outcome = agent.run_episode(env, i, observer=recorder)

@@ -288,11 +288,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     from tqdm import tqdm
 
+    from skills.policy import seed_action_sampling
+
     rows: list[dict[str, Any]] = []
     bar = tqdm(total=len(episodes), desc=f"eval-skill {args.skill}", unit="ep", disable=args.no_progress,
                file=sys.stderr)
     try:
         for i in range(len(episodes)):
+            seed_action_sampling(seed, i)
             if video_dir is None:
                 row = run_episode(env, agent, i, None, args.skill, cfg["video"])
             else:

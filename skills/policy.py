@@ -25,6 +25,13 @@ from trainer.networks import ActorCritic, observation_spaces
 from trainer.wrappers import PREV_ACTION_KEY, previous_action_obs
 
 
+def seed_action_sampling(seed: int, episode_index: int) -> None:
+    """Seed the sampled actions of every `SkillPolicy` for one evaluation episode (torch's global
+    generator, which `ActorCritic.act` samples from): a sampled evaluation is then reproducible, and
+    episode i acts the same whatever ran before it."""
+    torch.manual_seed(int(np.random.SeedSequence([seed, episode_index]).generate_state(1)[0]))
+
+
 class SkillPolicy:
     """A trained skill policy with its recurrent state, for one env at a time."""
 
