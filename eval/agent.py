@@ -309,8 +309,13 @@ class HabAgent:
         return planner.check_state(observed) | planner.static_facts
 
     def _run_skill(self, env: Any, call: SkillCall, run: _EpisodeRun, observer: StepObserver | None) -> bool:
-        """Run one skill call; True if the episode ended during it (truncation or force limit)."""
-        controller = self.skills(call.skill)
+        """Run one skill call; True if the episode ended during it (truncation, force limit, or a
+        re-plan calling a learned skill that has no checkpoint: end reason `no_checkpoint`)."""
+        try:
+            controller = self.skills(call.skill)
+        except CheckpointMissing:
+            run.end_reason, run.failed = "no_checkpoint", (call.skill, call_label(call))
+            return True
         skill = controller.skill
         target = sensor_target(call.target)
         env.task.point_sensors(target, grip_disabled=grip_disabled(skill))
@@ -424,16 +429,19 @@ def _subset(skill: SkillDef, full: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- building
 
 
-def skills_in_plans(plans: Sequence[Sequence[GroundAction]], agent_type: str) -> list[str]:
-    """The skills an agent type needs for these plans, in first-use order."""
+def skills_in_plans(plans: Sequence[Sequence[GroundAction]], agent_type: str,
+                    every_skill: bool = False) -> list[str]:
+    """The skills an agent type needs for these plans, in first-use order; `every_skill`: then every
+    other skill the agent type may call (a re-plan may call any)."""
+    names = [SKILL_OF_ACTION[step.name] for plan in plans for step in plan]
+    if every_skill:
+        names += list(SKILL_NAMES)
     out: list[str] = []
-    for plan in plans:
-        for step in plan:
-            skill = SKILL_OF_ACTION[step.name]
-            if skill == "nav" and agent_type == "tp-srl-nonav":
-                continue
-            if skill not in out:
-                out.append(skill)
+    for skill in names:
+        if skill == "nav" and agent_type == "tp-srl-nonav":
+            continue
+        if skill not in out:
+            out.append(skill)
     return out
 
 

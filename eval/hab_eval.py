@@ -22,6 +22,7 @@ Hydra-style after the flags.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -198,10 +199,16 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
             checkpoints = resolve_checkpoints(learned, cfg["agent"]["checkpoints"], checkpoint_dir)
         except CheckpointMissing as exc:
             raise UsageError(str(exc)) from None
+        # skills only a re-plan may call (a drawer the base pushed shut is opened again): loaded too where
+        # a checkpoint is found, so the env serves their observations; a call of one without is a failure
+        for skill in skills_in_plans([], agent_type, every_skill=True):
+            if skill not in oracle_skills and skill not in checkpoints:
+                with contextlib.suppress(CheckpointMissing):
+                    checkpoints.update(resolve_checkpoints([skill], cfg["agent"]["checkpoints"], checkpoint_dir))
     agent = make_agent(agent_type, cfg["agent"], checkpoints)
     if agent_type != "oracle":
         try:
-            agent.skills.load_all(needed)  # type: ignore[attr-defined]
+            agent.skills.load_all([*needed, *(s for s in checkpoints or {} if s not in needed)])  # type: ignore[attr-defined]
             sim_cfg = agent.skills.serve_observations(sim_cfg)  # type: ignore[attr-defined]
         except (CheckpointError, CheckpointMissing, ObservationMismatch) as exc:
             raise UsageError(str(exc)) from None

@@ -212,3 +212,26 @@ def test_checkpoint_resolution(tmp_path):
 def test_unknown_agent_type():
     with pytest.raises(ValueError, match="valid choices: " + ", ".join(AGENT_TYPES)):
         make_agent("random", {"max_replans": 1, "deterministic": True})
+
+
+def test_a_call_of_a_learned_skill_without_checkpoint_ends_the_episode_not_the_run():
+    """A re-plan may call a skill the first plans did not (a drawer the base pushed shut): with no
+    checkpoint for it the episode ends with end reason `no_checkpoint`, naming the skill, instead of a
+    traceback ending the whole evaluation."""
+    from eval.skill_library import LearnedSkills
+
+    env = _env("set_table", 2000)
+    try:
+        oracle = OracleSkills()
+        skills = LearnedSkills({}, scripted=dict.fromkeys(["nav", "pick", "place", "open_fridge"], oracle))
+        out = HabAgent("tp-srl", skills, max_replans=1).run_episode(env, 0)
+    finally:
+        env.close()
+    assert not out.success and out.end_reason == "no_checkpoint"
+    assert out.failed_skill == "open_cab" and [r.skill for r in out.skill_runs] == ["nav"]
+
+
+def test_every_skill_a_replan_may_call():
+    assert skills_in_plans([], "tp-srl", every_skill=True) == ["pick", "place", "nav", "open_fridge",
+                                                                "close_fridge", "open_cab", "close_cab"]
+    assert "nav" not in skills_in_plans([], "tp-srl-nonav", every_skill=True)
