@@ -311,16 +311,16 @@ class HabAgent:
     def _run_skill(self, env: Any, call: SkillCall, run: _EpisodeRun, observer: StepObserver | None) -> bool:
         """Run one skill call; True if the episode ended during it (truncation, force limit, or a
         re-plan calling a learned skill that has no checkpoint: end reason `no_checkpoint`)."""
+        label = call_label(call)
         try:
             controller = self.skills(call.skill)
         except CheckpointMissing:
-            run.end_reason, run.failed = "no_checkpoint", (call.skill, call_label(call))
+            run.end_reason, run.failed = "no_checkpoint", (call.skill, label)
             return True
         skill = controller.skill
         target = sensor_target(call.target)
         env.task.point_sensors(target, grip_disabled=grip_disabled(skill))
         sim = env.sim
-        label = call_label(call)
         run.active = (call.skill, label)
         retry = any(r.label == label for r in run.skill_runs)  # this call ran before in the episode
         controller.start(sim, target, retry=retry)

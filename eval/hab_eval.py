@@ -208,7 +208,8 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
     agent = make_agent(agent_type, cfg["agent"], checkpoints)
     if agent_type != "oracle":
         try:
-            agent.skills.load_all([*needed, *(s for s in checkpoints or {} if s not in needed)])  # type: ignore[attr-defined]
+            # the needed skills first (the env's camera follows the first loaded on a tie), then the rest
+            agent.skills.load_all(list(checkpoints or {}))  # type: ignore[attr-defined]
             sim_cfg = agent.skills.serve_observations(sim_cfg)  # type: ignore[attr-defined]
         except (CheckpointError, CheckpointMissing, ObservationMismatch) as exc:
             raise UsageError(str(exc)) from None
