@@ -25,6 +25,7 @@ from omegaconf import DictConfig, open_dict
 from rearrange.episodes import EpisodeFileError, load_episodes, save_episodes
 from rearrange.tasks.skill_tasks import make_skill_task
 from skills.definitions import SKILL_NAMES, skill_def_from_config
+from skills.oracle_start import OracleStartConfig, OracleStartEnv
 from trainer.config import ConfigError, exit_with_error, to_plain, unknown_choice
 from trainer.config_check import check_config
 
@@ -66,11 +67,18 @@ exit codes: 0 done, 2 bad input, 130 interrupted (a checkpoint was written), 1 e
 
 
 def make_skill_env(env_idx: int, *, skill_cfg: Mapping[str, Any], sim_cfg: Mapping[str, Any] | None,
-                   episodes_path: str) -> Any:
-    """Env factory for the trainer's workers: the skill's task on the dataset's episodes."""
+                   episodes_path: str, oracle_cfg: Mapping[str, Any] | None = None) -> Any:
+    """Env factory for the trainer's workers: the skill's task on the dataset's episodes, with the
+    oracle-start curriculum (`skills.oracle_start`) when `skill.oracle_start.prob` > 0."""
     from rearrange.env import RearrangeEnv
 
-    return RearrangeEnv(make_skill_task(skill_cfg), episodes_path, sim_cfg=sim_cfg)
+    env = RearrangeEnv(make_skill_task(skill_cfg), episodes_path, sim_cfg=sim_cfg)
+    start = OracleStartConfig.from_node(skill_cfg.get("oracle_start"), str(skill_cfg["name"]))
+    if start.prob == 0.0:
+        return env
+    from skills.oracles.factory import oracle_config
+
+    return OracleStartEnv(env, str(skill_cfg["name"]), start, oracle_cfg if oracle_cfg is not None else oracle_config())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -175,6 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         skill = skill_def_from_config(skill_cfg)
         make_skill_task(skill_cfg)  # a skill config the task cannot use fails here, before any worker starts
+        oracle_start = OracleStartConfig.from_node(skill_cfg.get("oracle_start"), skill.name)
         initial_mean = skill.initial_action_mean(to_plain(cfg).get("skill_initial_action") or {})
         if initial_mean is not None:
             with open_dict(cfg):
@@ -192,8 +201,13 @@ def main(argv: list[str] | None = None) -> None:
 
     # The learner's torch threads: trainer.torch_threads (default 1: on 2 cores the env workers
     # already occupy them; measured 8 ms per act with 1 thread, 300 ms with 2).
+    oracle_cfg = None
+    if oracle_start.prob > 0.0:
+        from skills.oracles.factory import oracle_config
+
+        oracle_cfg = oracle_config()
     env_fn = functools.partial(make_skill_env, skill_cfg=skill_cfg, sim_cfg=to_plain(cfg.sim),
-                               episodes_path=str(Path(episodes_path).resolve()))
+                               episodes_path=str(Path(episodes_path).resolve()), oracle_cfg=oracle_cfg)
     run_training(cfg, env_fn, ckpt, output_dir, label=f"skill {cfg.skill.name}")
 
 

@@ -24,6 +24,7 @@ def run_oracle_episode(skill: str, episode: Episode, cfg: Any = None) -> tuple[d
             action = select_subset(env.task.action_subsets, oracle.act(env.sim))
             if not phases or phases[-1] != oracle.phase:
                 phases.append(oracle.phase)
+                assert oracle.phase in oracle.PHASES, f"{skill} oracle phase {oracle.phase} missing from its PHASES"
             _, _, terminated, truncated, info = env.step(action)
             if terminated or truncated:
                 return info, phases, oracle

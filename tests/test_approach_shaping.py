@@ -175,7 +175,7 @@ def test_pick_pushing_into_furniture_toward_the_object_pays_nothing():
 
 def test_defaults_and_exactly_zero_when_off():
     assert load_skill_config("pick")["reward"]["approach_reward"] == 4.0  # measured (configs/skill/pick.yaml)
-    assert load_skill_config("place")["reward"]["approach_reward"] == 0.0  # not measured yet
+    assert load_skill_config("place")["reward"]["approach_reward"] == 4.0  # measured (configs/skill/place.yaml)
     env = make_env("pick", episodes("pick")[0], coef=0.0)
     assert env.task.approach.field is None  # nothing is built when off
     for _ in range(5):

@@ -231,6 +231,7 @@ def test_place_moving_object_to_goal_pays_and_far_release_ends():
     assert info["object_to_goal_dist"] > 0.15 and all(r > 0 for r in rewards) and not term
     _, _, term, _, info = env.step(action(env, grip=-1.0))  # release far from the goal
     assert term and info["wrong_drop"] == 1.0 and "reward/place" not in info and info["success"] == 0.0
+    assert info["reward/drop"] == -env.task.reward_cfg.drop_pen
     env.close()
 
 

@@ -116,6 +116,7 @@ class ArticulatedOracle(Oracle):
     """Shared phases of the four open/close oracles; `opening` picks pull (True) or push (False)."""
 
     opening = True
+    PHASES = ("clear", "approach", "reach", "contact", "pull", "push", "release", "retreat", "rest")
 
     def __init__(self, cfg: Mapping[str, Any]):
         super().__init__(cfg)

@@ -61,10 +61,12 @@ class Oracle:
 
     Subclasses implement `_start(sim, target)` (read the goal, choose the first phase) and
     `_step(sim) -> np.ndarray` (one full action). `done` turns True when the oracle has finished
-    its skill (for skills with a stop action, that is the step it calls stop).
+    its skill (for skills with a stop action, that is the step it calls stop). `PHASES` names every
+    phase `_step` may enter (`phase` is one of them, or "idle" before the start).
     """
 
     skill = ""
+    PHASES: tuple[str, ...] = ()
 
     def __init__(self, cfg: Mapping[str, Any]):
         self.cfg = cfg

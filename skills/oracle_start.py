@@ -1,0 +1,120 @@
+"""Oracle starts: a training curriculum that begins some episodes part-way through the skill.
+
+With probability `prob` a reset lets the skill's oracle act first, through the env's own `step`
+(so the physics, the task's state and the step count are exactly what the policy would have left
+behind), and hands over when the oracle enters one of the listed `phases` for the n-th time, n
+uniform over the list, plus U{0..extra_steps} more oracle steps. The policy then plays the rest of
+the episode (its remaining steps). What the policy would find hardest to discover by itself, such
+as releasing a held object at the goal, is then seen from the first updates on (the "start from a
+demonstration state" curriculum of Salimans & Chen 2018, with the scripted oracle as the
+demonstrator). An episode the prefix already ended falls back to an ordinary reset.
+
+Only `train-skill` uses it (`skill.oracle_start` in the skill's yaml; `prob: 0` is off); `eval-skill`
+and `eval-hab` always start from the episode's start. Every episode's final info says how it began
+(`oracle_start` 0/1) and counts successes from the episode's own start (`start_success`), so a
+run's success without the curriculum is start_success / (1 - oracle_start).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from skills.oracles.base import select_subset
+from skills.oracles.factory import ORACLES, make_oracle
+
+
+@dataclass(frozen=True)
+class OracleStartConfig:
+    """The `oracle_start` node of a skill config."""
+
+    prob: float
+    phases: tuple[str, ...]
+    extra_steps: int
+
+    @classmethod
+    def from_node(cls, node: Mapping[str, Any] | None, skill: str) -> OracleStartConfig:
+        """Validated; ValueError naming the key and its valid range."""
+        node = dict(node or {})
+        prob = float(node.get("prob", 0.0))
+        if not 0.0 <= prob <= 1.0:
+            raise ValueError(f"skill.oracle_start.prob must be in [0, 1] (got {prob})")
+        phases = tuple(str(p) for p in node.get("phases") or ())
+        valid = ORACLES[skill].PHASES
+        if prob > 0.0 and not phases:
+            raise ValueError(f"skill.oracle_start.phases must name at least one {skill} oracle phase when prob > 0; "
+                             f"valid choices: {', '.join(valid)}")
+        for phase in phases:
+            if phase not in valid:
+                raise ValueError(f"skill.oracle_start.phases: unknown {skill} oracle phase '{phase}'; "
+                                 f"valid choices: {', '.join(valid)}")
+        extra = int(node.get("extra_steps", 0))
+        if extra < 0:
+            raise ValueError(f"skill.oracle_start.extra_steps must be >= 0 (got {extra})")
+        return cls(prob=prob, phases=phases, extra_steps=extra)
+
+
+class OracleStartEnv(gymnasium.Wrapper):
+    """A `RearrangeEnv` whose resets sometimes hand over part-way through the oracle's solution."""
+
+    def __init__(self, env: gymnasium.Env, skill: str, cfg: OracleStartConfig,
+                 oracle_cfg: Mapping[str, Any]) -> None:
+        super().__init__(env)
+        self.cfg = cfg
+        self.oracle = make_oracle(skill, oracle_cfg)
+        self.from_oracle = False
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.from_oracle = False
+        base = self.env.unwrapped
+        if base.np_random.random() < self.cfg.prob:
+            handed = self._play_oracle(base)
+            if handed is None:  # the prefix ended the episode: start an ordinary one
+                obs, info = self.env.reset(options=options)
+            else:
+                obs, info = handed
+                self.from_oracle = True
+        return obs, self._mark(info, success=False)
+
+    def step(self, action: np.ndarray):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, self._mark(info, success=bool(info.get("success", 0.0)))
+
+    def _play_oracle(self, base: Any) -> tuple[dict, dict] | None:
+        """Step the oracle up to its hand-over point; (obs, info) there, or None if the episode ended."""
+        rng = base.np_random
+        entries_left = int(rng.integers(len(self.cfg.phases)))
+        extra = int(rng.integers(self.cfg.extra_steps + 1))
+        self.oracle.reset(base.sim, base.current_episode)
+        subsets: Sequence[str] = base.task.action_subsets
+        phase = self.oracle.phase
+        handing = False
+        result: tuple[dict, dict] | None = None
+        for _ in range(base.task.max_steps - 1):
+            if handing:
+                if extra == 0:
+                    return result
+                extra -= 1
+            action = select_subset(subsets, self.oracle.act(base.sim))
+            obs, _, terminated, truncated, info = self.env.step(action)
+            if terminated or truncated or self.oracle.done:
+                return None
+            result = (obs, info)
+            if self.oracle.phase != phase:
+                phase = self.oracle.phase
+                if phase in self.cfg.phases and not handing:
+                    if entries_left == 0:
+                        handing = True
+                    entries_left -= 1
+        return None
+
+    def _mark(self, info: dict, success: bool) -> dict:
+        info = dict(info)
+        info["oracle_start"] = float(self.from_oracle)
+        info["start_success"] = float(success and not self.from_oracle)
+        return info
