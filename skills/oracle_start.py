@@ -73,7 +73,7 @@ class OracleStartEnv(gymnasium.Wrapper):
         self.from_oracle = False
         base = self.env.unwrapped
         if base.np_random.random() < self.cfg.prob:
-            handed = self._play_oracle(base)
+            handed = self._play_oracle(base, (obs, info))
             if handed is None:  # the prefix ended the episode: start an ordinary one
                 obs, info = self.env.reset(options=options)
             else:
@@ -85,8 +85,9 @@ class OracleStartEnv(gymnasium.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         return obs, reward, terminated, truncated, self._mark(info, success=bool(info.get("success", 0.0)))
 
-    def _play_oracle(self, base: Any) -> tuple[dict, dict] | None:
-        """Step the oracle up to its hand-over point; (obs, info) there, or None if the episode ended."""
+    def _play_oracle(self, base: Any, start: tuple[dict, dict]) -> tuple[dict, dict] | None:
+        """Step the oracle up to its hand-over point; (obs, info) there, or None if the episode ended.
+        `start` is the reset's (obs, info); the oracle's first phase counts as an entry at step 0."""
         rng = base.np_random
         entries_left = int(rng.integers(len(self.cfg.phases)))
         extra = int(rng.integers(self.cfg.extra_steps + 1))
@@ -94,7 +95,10 @@ class OracleStartEnv(gymnasium.Wrapper):
         subsets: Sequence[str] = base.task.action_subsets
         phase = self.oracle.phase
         handing = False
-        result: tuple[dict, dict] | None = None
+        if phase in self.cfg.phases:
+            handing = entries_left == 0
+            entries_left -= 1
+        result: tuple[dict, dict] = start
         for _ in range(base.task.max_steps - 1):
             if handing:
                 if extra == 0:

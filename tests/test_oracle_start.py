@@ -49,6 +49,24 @@ def test_oracle_start_hands_over_at_the_phase_with_the_object_still_held():
         env.close()
 
 
+def test_the_oracles_first_phase_counts_as_an_entry_at_step_zero():
+    """A hand-over in the phase the oracle starts in (place's approach, nav's drive) happens within
+    extra_steps of the episode's start; before the fix such a start never came and always fell back."""
+    at_start, spread = _place_env(1.0, ("approach",), 0), _place_env(1.0, ("approach",), 40)
+    try:
+        _, info = at_start.reset(seed=0)
+        assert info["oracle_start"] == 1.0 and info["num_steps"] == 0
+        steps = []
+        for seed in range(6):
+            _, info = spread.reset(seed=seed)
+            assert info["oracle_start"] == 1.0
+            steps.append(info["num_steps"])
+        assert max(steps) <= 40 and len(set(steps)) > 1
+    finally:
+        at_start.close()
+        spread.close()
+
+
 def test_oracle_start_is_reproducible_and_prob_zero_starts_at_the_episode_start():
     first, second = _place_env(1.0, ("raise", "above", "lower"), 5), _place_env(1.0, ("raise", "above", "lower"), 5)
     try:
