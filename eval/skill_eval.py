@@ -275,10 +275,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.episodes_file is None and ev["episodes_file"] is not None:
         args.episodes_file = ev["episodes_file"]
 
+    start_grasp = _start_grasp(args.skill, ev.get("start_grasp"))
     agent = _load_agent(args, args.skill, bool(ev["deterministic"]))
     episodes = _episodes(args, args.skill, split, count, seed)
 
-    env = _make_env(agent, args.skill, episodes, args.checkpoint)
+    env = _make_env(agent, args.skill, episodes, args.checkpoint, start_grasp)
     env.reset(seed=seed)
 
     out = Path(args.out or ev["out"] or f"runs/eval_skill/{args.skill}_{agent.name}.json")
@@ -330,18 +331,46 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{k} {v['success']}/{v['episodes']}" for k, v in parts["by_receptacle"].items()))
 
 
-def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = None) -> Any:
+def _start_grasp(skill: str, node: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """The `eval.start_grasp` values that are set (None: none), validated before any work."""
+    from rearrange.grasp_pose import GraspNoise
+
+    given = {k: float(v) for k, v in (node or {}).items() if v is not None}
+    if not given:
+        return None
+    if skill != "place":
+        exit_with_error(f"eval.start_grasp applies to place only (the skill that starts holding), not {skill}")
+    try:
+        GraspNoise.from_node(given)
+    except ValueError as exc:
+        exit_with_error(str(exc).replace("skill.start_grasp", "eval.start_grasp"))
+    return given
+
+
+def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = None,
+              start_grasp: Mapping[str, float] | None = None) -> Any:
     """The skill env: a trained policy gets the task and sim settings it was trained with (its
-    checkpoint's config: camera backend and size, base movement...), the oracle the registered skill env.
-    A checkpoint whose observations that env cannot give is a one-line error (exit 2)."""
+    checkpoint's config: camera backend and size, base movement...), the oracle the registered skill env;
+    `start_grasp` replaces those keys of the task's in-hand start pose. A checkpoint whose observations
+    that env cannot give is a one-line error (exit 2)."""
     from eval.skill_library import ObservationMismatch, check_observations
     from rearrange.env import RearrangeEnv, make_registered_env
-    from rearrange.tasks.skill_tasks import SKILL_ENV_IDS, make_skill_task, register_skill_envs
+    from rearrange.tasks.skill_tasks import (
+        SKILL_ENV_IDS,
+        load_skill_config,
+        make_skill_task,
+        register_skill_envs,
+    )
+
+    def task_config(skill_cfg: Mapping[str, Any]) -> Mapping[str, Any]:
+        if start_grasp is None:
+            return skill_cfg
+        return {**skill_cfg, "start_grasp": {**(skill_cfg.get("start_grasp") or {}), **start_grasp}}
 
     if isinstance(agent, PolicyAgent):
         config = agent.policy.config
         try:
-            env = RearrangeEnv(make_skill_task(config["skill"]), episodes, sim_cfg=config.get("sim"),
+            env = RearrangeEnv(make_skill_task(task_config(config["skill"])), episodes, sim_cfg=config.get("sim"),
                                episode_order="cycle")
             check_observations(f"checkpoint {checkpoint}", agent.policy, env.observation_space)
         except KeyError as exc:
@@ -350,6 +379,8 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
             msg = str(exc).strip().splitlines()[0]
             exit_with_error(msg if isinstance(exc, ObservationMismatch) else f"checkpoint {checkpoint}: {msg}")
         return env
+    if start_grasp is not None:
+        return RearrangeEnv(make_skill_task(task_config(load_skill_config(skill))), episodes, episode_order="cycle")
     register_skill_envs()
     return make_registered_env(SKILL_ENV_IDS[skill], episodes=episodes, episode_order="cycle")
 

@@ -342,6 +342,15 @@ class RearrangeSim:
             self._write_object_pose(self._suction.grasped, *pose)
             mujoco.mj_forward(self.model, self.data)
 
+    def regrasp_held(self, pos: Sequence[float], quat: Sequence[float]) -> None:
+        """Move the held object to a world pose and hold it there (the grasp's relative pose changes)."""
+        name = self._suction.grasped
+        if name is None or name not in self._obj_body:
+            raise ValueError("regrasp_held needs a held object")
+        self._suction.release()
+        self.set_object_pose(name, pos, quat)
+        self._suction.attach(name)
+
     # ------------------------------------------------------------------ objects and containers
     def object_kind(self, name: str) -> str:
         return self._obj_kind[name]

@@ -7,8 +7,9 @@ the goal; place_reward once on releasing within `obj_at_goal_threshold` of the g
 end of the episode for a release elsewhere; contact-force penalty and force termination;
 success_reward when successful. Optional (deviation, `approach_reward` > 0): approach_reward x
 decrease of the geodesic base distance to the navigable points within `approach_reach` of the goal,
-while the object is held, until the first release (`rearrange.tasks.approach`). Success: not
-holding, object at the goal, ee at rest.
+while the object is held, until the first release (`rearrange.tasks.approach`). Optional (deviation,
+`start_grasp`): the held object starts in a varied pose in the gripper (`rearrange.grasp_pose`).
+Success: not holding, object at the goal, ee at rest.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rearrange.episodes import Episode
+from rearrange.grasp_pose import GraspNoise, perturb_grasp
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, check_approach_cfg
 from rearrange.tasks.base import TaskStep
@@ -62,6 +64,7 @@ class PlaceTask(SkillTask):
         self.success_cfg = read_config(PlaceSuccess, cfg["success"])
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
+        self.grasp_noise = GraspNoise.from_node(cfg.get("start_grasp"))
         self.target: str | None = None
         self.goal = np.zeros(3)
         self.released = False
@@ -75,6 +78,8 @@ class PlaceTask(SkillTask):
         self.goal = np.asarray(episode.targets[0].goal_pos, dtype=np.float64)
         self.grip_disabled = False
         self.released = False
+        if self.grasp_noise.active and sim.grasped == self.target:
+            perturb_grasp(sim, rng, self.grasp_noise)
         if self.force is not None:
             self.force.reset()
         self.mode = "object"

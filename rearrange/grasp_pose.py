@@ -1,0 +1,88 @@
+"""Varied in-hand poses for skill episodes that start with the object already grasped (place).
+
+A place episode puts its object in the gripper in one pose: upright under the cup, its top centre on
+the cup's axis. A real pick leaves it otherwise: the suction cup meets the object at an angle and off
+centre (measured 2026-11-24, oracle picks on 9 val episodes: the object's axis 3-35 degrees off the
+cup's, median 18; fridge-shelf picks with the cup tilted for the shelf among them). `perturb_grasp`
+re-poses the held object at the start of an episode: tilted about the cup's contact point by up to
+`max_tilt` (uniform angle, uniform direction) and slid across the cup by up to `max_lateral`
+(uniform over the disc), then grasped there. Drawn from the env's RNG, so seeded episodes repeat.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
+
+MAX_TILT = 1.0  # rad: beyond this the object would hang beside the cup rather than under it
+MAX_LATERAL = 0.05  # m: the cup's radius is about 0.03
+
+
+@dataclass(frozen=True)
+class GraspNoise:
+    """The `start_grasp` node of a skill config (absent or zeros: the canonical grasp, as habitat)."""
+
+    max_tilt: float = 0.0
+    max_lateral: float = 0.0
+
+    @property
+    def active(self) -> bool:
+        return self.max_tilt > 0.0 or self.max_lateral > 0.0
+
+    @classmethod
+    def from_node(cls, node: Mapping[str, Any] | None) -> GraspNoise:
+        """Validated; ValueError naming the key and its valid range."""
+        node = dict(node or {})
+        tilt = float(node.get("max_tilt", 0.0))
+        lateral = float(node.get("max_lateral", 0.0))
+        if not (math.isfinite(tilt) and 0.0 <= tilt <= MAX_TILT):
+            raise ValueError(f"skill.start_grasp.max_tilt must be in [0, {MAX_TILT}] rad (got {tilt})")
+        if not (math.isfinite(lateral) and 0.0 <= lateral <= MAX_LATERAL):
+            raise ValueError(f"skill.start_grasp.max_lateral must be in [0, {MAX_LATERAL}] m (got {lateral})")
+        return cls(max_tilt=tilt, max_lateral=lateral)
+
+
+def _perpendicular_basis(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two unit vectors that make an orthonormal frame with the unit vector `axis`."""
+    helper = np.array([0.0, 0.0, 1.0]) if abs(axis[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
+    e1 = np.cross(axis, helper)
+    e1 /= np.linalg.norm(e1)
+    return e1, np.cross(axis, e1)
+
+
+def _axis_angle_quat(axis: np.ndarray, angle: float) -> np.ndarray:
+    return np.concatenate([[math.cos(angle / 2.0)], math.sin(angle / 2.0) * axis])
+
+
+def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    w1, v1, w2, v2 = a[0], a[1:], b[0], b[1:]
+    return np.concatenate([[w1 * w2 - v1 @ v2], w1 * v2 + w2 * v1 + np.cross(v1, v2)])
+
+
+def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return _quat_mul(_quat_mul(q, np.concatenate([[0.0], v])), q * np.array([1.0, -1.0, -1.0, -1.0]))[1:]
+
+
+def perturb_grasp(sim: RearrangeSim, rng: np.random.Generator, noise: GraspNoise) -> tuple[float, float]:
+    """Re-pose the held object as described above; (tilt in rad, lateral shift in m) applied."""
+    name = sim.grasped
+    if name is None or name not in sim.object_names:
+        raise ValueError("perturb_grasp needs a held object")
+    ee, pos, quat = sim.ee_pos, sim.object_pos(name), sim.object_quat(name)
+    cup_axis = (pos - ee) / np.linalg.norm(pos - ee)  # the canonical grasp hangs the object along it
+    e1, e2 = _perpendicular_basis(cup_axis)
+    tilt = float(rng.uniform(0.0, noise.max_tilt))
+    phi = float(rng.uniform(-math.pi, math.pi))
+    lateral = noise.max_lateral * math.sqrt(float(rng.uniform()))
+    psi = float(rng.uniform(-math.pi, math.pi))
+    turn = _axis_angle_quat(math.cos(phi) * e1 + math.sin(phi) * e2, tilt)
+    shift = lateral * (math.cos(psi) * e1 + math.sin(psi) * e2)
+    sim.regrasp_held(ee + _rotate(turn, pos - ee) + shift, _quat_mul(turn, quat))
+    return tilt, lateral
