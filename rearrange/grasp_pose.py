@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import mujoco
 import numpy as np
 
 if TYPE_CHECKING:
@@ -57,17 +58,13 @@ def _perpendicular_basis(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return e1, np.cross(axis, e1)
 
 
-def _axis_angle_quat(axis: np.ndarray, angle: float) -> np.ndarray:
-    return np.concatenate([[math.cos(angle / 2.0)], math.sin(angle / 2.0) * axis])
-
-
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    w1, v1, w2, v2 = a[0], a[1:], b[0], b[1:]
-    return np.concatenate([[w1 * w2 - v1 @ v2], w1 * v2 + w2 * v1 + np.cross(v1, v2)])
-
-
-def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return _quat_mul(_quat_mul(q, np.concatenate([[0.0], v])), q * np.array([1.0, -1.0, -1.0, -1.0]))[1:]
+def _turned(turn_axis: np.ndarray, angle: float, quat: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the quaternion `quat` and the vector `v`, both turned by `angle` about the unit `turn_axis`)."""
+    turn, q, out = np.zeros(4), np.zeros(4), np.zeros(3)
+    mujoco.mju_axisAngle2Quat(turn, turn_axis, angle)
+    mujoco.mju_mulQuat(q, turn, quat)
+    mujoco.mju_rotVecQuat(out, v, turn)
+    return q, out
 
 
 def perturb_grasp(sim: RearrangeSim, rng: np.random.Generator, noise: GraspNoise) -> tuple[float, float]:
@@ -82,7 +79,7 @@ def perturb_grasp(sim: RearrangeSim, rng: np.random.Generator, noise: GraspNoise
     phi = float(rng.uniform(-math.pi, math.pi))
     lateral = noise.max_lateral * math.sqrt(float(rng.uniform()))
     psi = float(rng.uniform(-math.pi, math.pi))
-    turn = _axis_angle_quat(math.cos(phi) * e1 + math.sin(phi) * e2, tilt)
+    new_quat, hang = _turned(math.cos(phi) * e1 + math.sin(phi) * e2, tilt, quat, pos - ee)
     shift = lateral * (math.cos(psi) * e1 + math.sin(psi) * e2)
-    sim.regrasp_held(ee + _rotate(turn, pos - ee) + shift, _quat_mul(turn, quat))
+    sim.regrasp_held(ee + hang + shift, new_quat)
     return tilt, lateral
