@@ -109,3 +109,23 @@ def test_eval_skill_start_grasp_reaches_the_env_and_bad_values_are_one_line(caps
     line = one_line_exit_2(capsys, eval_skill_main, ["--skill", "place", "--episodes", "1",
                                                      "eval.start_grasp.max_lateral=1"])
     assert "eval.start_grasp.max_lateral" in line
+
+
+def test_arm_offsets_move_the_joints_but_keep_the_ee_near_rest_and_the_object_held():
+    plain, turned = _env(0.0, 0.0), _env(0.0, 0.0)
+    cfg = dict(load_skill_config("place"), start_grasp={"max_arm_offset": 0.5})
+    turned = RearrangeEnv(make_skill_task(cfg), [episode_from_dict(PLACE_ON_COUNTER)])
+    try:
+        plain.reset(seed=0)
+        rest_q, rest_ee = plain.unwrapped.sim.arm_qpos, plain.unwrapped.sim.ee_pos
+        moved = []
+        for seed in range(5):
+            _, info = turned.reset(seed=seed)
+            sim = turned.unwrapped.sim
+            moved.append(np.abs(sim.arm_qpos - rest_q).max())
+            assert np.linalg.norm(sim.ee_pos - rest_ee) <= 0.15 + 1e-6 and info["is_holding"] == 1.0
+            assert _in_hand(turned)[0] < 2.0  # the grasp itself unchanged
+        assert max(moved) > 0.05
+    finally:
+        plain.close()
+        turned.close()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rearrange.episodes import Episode
-from rearrange.grasp_pose import GraspNoise, perturb_grasp
+from rearrange.grasp_pose import GraspNoise, perturb_arm, perturb_grasp
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, check_approach_cfg
 from rearrange.tasks.base import TaskStep
@@ -79,6 +79,8 @@ class PlaceTask(SkillTask):
         self.grip_disabled = False
         self.released = False
         if self.grasp_noise.active and sim.grasped == self.target:
+            if self.grasp_noise.max_arm_offset > 0.0:
+                perturb_arm(sim, rng, self.grasp_noise.max_arm_offset, self.success_cfg.ee_resting_threshold)
             perturb_grasp(sim, rng, self.grasp_noise)
         if self.force is not None:
             self.force.reset()
