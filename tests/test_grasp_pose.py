@@ -112,7 +112,7 @@ def test_eval_skill_start_grasp_reaches_the_env_and_bad_values_are_one_line(caps
 
 
 def test_arm_offsets_move_the_joints_but_keep_the_ee_near_rest_and_the_object_held():
-    plain, turned = _env(0.0, 0.0), _env(0.0, 0.0)
+    plain = _env(0.0, 0.0)
     cfg = dict(load_skill_config("place"), start_grasp={"max_arm_offset": 0.5})
     turned = RearrangeEnv(make_skill_task(cfg), [episode_from_dict(PLACE_ON_COUNTER)])
     try:
