@@ -332,11 +332,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _start_grasp(skill: str, node: Mapping[str, Any] | None) -> dict[str, float] | None:
-    """The `eval.start_grasp` values that are set (None: none), validated before any work."""
+    """The `eval.start_grasp` values (None: every one 0, the canonical grasp), validated before any work."""
     from rearrange.grasp_pose import GraspNoise
 
     given = {k: float(v) for k, v in (node or {}).items() if v is not None}
-    if not given:
+    if not any(given.values()):
         return None
     if skill != "place":
         exit_with_error(f"eval.start_grasp applies to place only (the skill that starts holding), not {skill}")
@@ -351,8 +351,9 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
               start_grasp: Mapping[str, float] | None = None) -> Any:
     """The skill env: a trained policy gets the task and sim settings it was trained with (its
     checkpoint's config: camera backend and size, base movement...), the oracle the registered skill env;
-    `start_grasp` replaces those keys of the task's in-hand start pose. A checkpoint whose observations
-    that env cannot give is a one-line error (exit 2)."""
+    the in-hand start pose is `start_grasp` (None: the canonical grasp; a varied one a policy trained
+    with, `skill.start_grasp`, is training only). A checkpoint whose observations that env cannot give is
+    a one-line error (exit 2)."""
     from eval.skill_library import ObservationMismatch, check_observations
     from rearrange.env import RearrangeEnv, make_registered_env
     from rearrange.tasks.skill_tasks import (
@@ -363,9 +364,7 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
     )
 
     def task_config(skill_cfg: Mapping[str, Any]) -> Mapping[str, Any]:
-        if start_grasp is None:
-            return skill_cfg
-        return {**skill_cfg, "start_grasp": {**(skill_cfg.get("start_grasp") or {}), **start_grasp}}
+        return {**skill_cfg, "start_grasp": dict(start_grasp or {})}
 
     if isinstance(agent, PolicyAgent):
         config = agent.policy.config
@@ -379,7 +378,7 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
             msg = str(exc).strip().splitlines()[0]
             exit_with_error(msg if isinstance(exc, ObservationMismatch) else f"checkpoint {checkpoint}: {msg}")
         return env
-    if start_grasp is not None:
+    if skill == "place":  # the skill with an in-hand start pose
         return RearrangeEnv(make_skill_task(task_config(load_skill_config(skill))), episodes, episode_order="cycle")
     register_skill_envs()
     return make_registered_env(SKILL_ENV_IDS[skill], episodes=episodes, episode_order="cycle")

@@ -129,3 +129,27 @@ def test_arm_offsets_move_the_joints_but_keep_the_ee_near_rest_and_the_object_he
     finally:
         plain.close()
         turned.close()
+
+
+def test_evaluators_start_a_place_policy_trained_with_varied_grasps_from_the_canonical_one():
+    """The shipped place trained with skill.start_grasp on; eval-skill (and the checkpoint curve) start
+    from habitat's one grasp unless eval.start_grasp asks for varied ones."""
+    from eval.skill_eval import PolicyAgent, _make_env
+    from skills.policy import SkillPolicy
+
+    policy = SkillPolicy.from_checkpoint("checkpoints/place.pt", deterministic=True)
+    assert GraspNoise.from_node(policy.config["skill"].get("start_grasp")).active
+    episodes = [episode_from_dict(PLACE_ON_COUNTER)]
+    canonical = _make_env(PolicyAgent(policy), "place", episodes, "checkpoints/place.pt")
+    varied = _make_env(PolicyAgent(policy), "place", episodes, "checkpoints/place.pt", {"max_tilt": 0.6})
+    try:
+        tilts = []
+        for seed in range(3):
+            canonical.reset(seed=seed)
+            assert _in_hand(canonical)[0] < 2.0
+            varied.reset(seed=seed)
+            tilts.append(_in_hand(varied)[0])
+        assert max(tilts) > 10.0
+    finally:
+        canonical.close()
+        varied.close()
