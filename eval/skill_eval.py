@@ -53,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, metavar="PATH",
                    help="results JSON (default runs/eval_skill/<skill>_<checkpoint|oracle>.json)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("overrides", nargs="*", help="config overrides, e.g. eval.bootstrap_samples=500")
+    p.add_argument("overrides", nargs="*",
+                   help="config overrides, e.g. eval.bootstrap_samples=500, eval.deterministic=false, or for place "
+                        "eval.start_grasp.max_arm_offset=0.5 (varied in-hand starts; configs/eval_skill.yaml)")
     return p
 
 

@@ -52,6 +52,10 @@ overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups)
   dataset.path=eps.json.gz          train on these episodes (default: generate dataset.count)
   trainer.init_from=runs/pick_cpu   fine-tune: start a new run from that checkpoint's policy (fresh
                                     optimizer, schedule and counters; the reward or episodes may differ)
+  skill.oracle_start.prob=0.3       curriculum: that share of resets hand over part-way through the skill's
+                                    oracle (skills/oracle_start.py; place trains with 0.5 by default)
+  skill.start_grasp.max_arm_offset=0.5 skill.start_grasp.max_tilt=0.6
+                                    place: varied in-hand starts, as a real pick leaves them (training only)
   output_dir=runs/pick              where config.yaml, metrics.jsonl, tensorboard/, checkpoints/ go
 
 examples:
