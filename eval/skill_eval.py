@@ -366,6 +366,8 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
     )
 
     def task_config(skill_cfg: Mapping[str, Any]) -> Mapping[str, Any]:
+        if skill != "place":  # the one skill with an in-hand start pose
+            return skill_cfg
         return {**skill_cfg, "start_grasp": dict(start_grasp or {})}
 
     if isinstance(agent, PolicyAgent):
@@ -380,7 +382,7 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
             msg = str(exc).strip().splitlines()[0]
             exit_with_error(msg if isinstance(exc, ObservationMismatch) else f"checkpoint {checkpoint}: {msg}")
         return env
-    if skill == "place":  # the skill with an in-hand start pose
+    if skill == "place":
         return RearrangeEnv(make_skill_task(task_config(load_skill_config(skill))), episodes, episode_order="cycle")
     register_skill_envs()
     return make_registered_env(SKILL_ENV_IDS[skill], episodes=episodes, episode_order="cycle")

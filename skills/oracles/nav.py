@@ -16,7 +16,7 @@ from skills.oracles.base_follow import standing_point
 
 class NavOracle(Oracle):
     skill = "nav"
-    PHASES = ('drive', 'face', 'stop')
+    PHASES = ("drive", "face", "stop")
 
     def _start(self, sim, target: SensorTarget) -> None:
         if target.nav_goal is None:

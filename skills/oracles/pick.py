@@ -45,7 +45,7 @@ from skills.oracles.held import clear_of_tall_object, hang_depth, held_extent, h
 
 class PickOracle(Oracle):
     skill = "pick"
-    PHASES = ('approach', 'raise', 'drive_in', 'above', 'descend', 'lift', 'back', 'drive_out', 'rest')
+    PHASES = ("approach", "raise", "drive_in", "above", "descend", "lift", "back", "drive_out", "rest")
 
     def _start(self, sim, target: SensorTarget) -> None:
         if target.object is None:

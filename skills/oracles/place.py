@@ -45,7 +45,7 @@ from skills.oracles.held import carry_point, hang_depth, held_extent, held_rest_
 
 class PlaceOracle(Oracle):
     skill = "place"
-    PHASES = ('approach', 'raise', 'entry', 'drive_in', 'above', 'lower', 'release', 'retreat', 'drive_out', 'rest')
+    PHASES = ("approach", "raise", "entry", "drive_in", "above", "lower", "release", "retreat", "drive_out", "rest")
 
     def __init__(self, cfg):
         super().__init__(cfg)
