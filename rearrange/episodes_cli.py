@@ -1,6 +1,7 @@
 """`make-episodes`: generate a skill or HAB scenario episode dataset and write it atomically.
 
     make-episodes --kind pick --split train --count 1000 --seed 0 --out data/pick_train.json.gz
+    make-episodes --kind nav --split train --count 400 --out nav.json.gz nav.start_at_receptacle_prob=0.5
 """
 
 from __future__ import annotations
@@ -24,7 +25,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="dataset seed (default 0)")
     parser.add_argument("--out", required=True, help="output file (.json or .json.gz), written atomically")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                        help="override a value of configs/episodes.yaml, e.g. nav.start_at_receptacle_prob=0.5")
     return parser
+
+
+def generator_config(overrides: Sequence[str]) -> dict:
+    """configs/episodes.yaml with `key=value` overrides of existing keys (ValueError naming a bad one)."""
+    from omegaconf import OmegaConf
+
+    from rearrange.generate import load_generator_config
+
+    cfg = OmegaConf.create(load_generator_config())
+    for item in overrides:
+        key, sep, _ = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"override '{item}' is not KEY=VALUE")
+        if OmegaConf.select(cfg, key, default=None) is None:
+            raise ValueError(f"unknown configs/episodes.yaml key '{key}'")
+        cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist([item]))
+    out = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(out, dict)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,14 +62,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (args.out.endswith(".json") or args.out.endswith(".json.gz")):
         exit_with_error(f"--out must end with .json or .json.gz, got '{args.out}'")
 
-    from tqdm import tqdm
+    from rearrange.generate import GenerationError, check_generator_config, generate_episodes
 
-    from rearrange.generate import GenerationError, generate_episodes
+    try:
+        cfg = generator_config(args.overrides)
+        check_generator_config(args.kind, cfg)
+    except ValueError as exc:
+        exit_with_error(str(exc))
+
+    from tqdm import tqdm
 
     with tqdm(total=args.count, desc=f"{args.kind}/{args.split}", unit="ep", disable=args.no_progress,
               file=sys.stderr) as bar:
         try:
-            episodes = generate_episodes(args.kind, args.split, args.count, args.seed, progress=bar.update)
+            episodes = generate_episodes(args.kind, args.split, args.count, args.seed, cfg=cfg,
+                                         progress=bar.update)
         except GenerationError as exc:
             exit_with_error(str(exc), code=1)
     try:

@@ -46,7 +46,7 @@ from rearrange.generate_context import (
 from rearrange.layout import generate_layout, layout_seeds
 from rearrange.objects import BOWL_KINDS, FRUIT_KINDS, OBJECT_KINDS
 
-__all__ = ["CONFIG_PATH", "MOVE_SKILLS", "RECEPTACLE_KINDS", "GenerationError", "door_frame",
+__all__ = ["CONFIG_PATH", "MOVE_SKILLS", "RECEPTACLE_KINDS", "GenerationError", "check_generator_config", "door_frame",
            "generate_episodes", "load_generator_config", "receptacle_kind"]
 
 CONFIG_PATH = Path(__file__).resolve().parent.parent / "configs" / "episodes.yaml"
@@ -93,6 +93,7 @@ class _Draw:
 
     where: str | None = None
     holding: bool = False
+    at_receptacle: bool = False  # nav: start beside a receptacle, facing it (where a pick or place ends)
 
 
 _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
@@ -108,7 +109,25 @@ def _draw(kind: str, cfg: Mapping[str, Any], seed: int, index: int, rng: np.rand
     cum = np.cumsum(_shares(cfg, kind))
     where = RECEPTACLE_KINDS[min(int(np.searchsorted(cum, u, side="right")), len(cum) - 1)]
     holding = kind == "nav" and bool(rng.random() < cfg["nav"]["object_in_hand_prob"])
-    return _Draw(where, holding)
+    # drawn only when on, so that datasets made with it off keep their episodes
+    p_rec = _nav_receptacle_start_prob(cfg) if kind == "nav" else 0.0
+    at_receptacle = p_rec > 0 and bool(rng.random() < p_rec)
+    return _Draw(where, holding, at_receptacle)
+
+
+def check_generator_config(kind: str, cfg: Mapping[str, Any]) -> None:
+    """ValueError (one line naming the key) for a bad share or probability that `kind` would use."""
+    if kind in MOVE_SKILLS:
+        _shares(cfg, kind)
+        _nav_receptacle_start_prob(cfg)
+
+
+def _nav_receptacle_start_prob(cfg: Mapping[str, Any]) -> float:
+    """`nav.start_at_receptacle_prob` (0 when absent; ValueError outside [0, 1])."""
+    p = float(cfg["nav"].get("start_at_receptacle_prob", 0.0))
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"nav.start_at_receptacle_prob must be in [0, 1], got {p}")
+    return p
 
 
 # ----------------------------------------------------------------------------- episode plans
@@ -344,6 +363,8 @@ def _spawn(kind: str, ctx: LayoutContext, rng: np.random.Generator,
         info["nav_goal"] = [float(v) for v in goal]
         if draw.holding:
             info["start_holding"] = target
+        if draw.at_receptacle:
+            return _spawn_at_receptacle(ctx, rng, settled, art, target if draw.holding else None, goal)
         return ctx.spawn_anywhere(rng, settled, art, grasped=target if draw.holding else None, far_from=goal,
                                   min_geodesic=ctx.cfg["nav"]["min_start_distance"])
     if kind == "close_fridge":
@@ -351,6 +372,27 @@ def _spawn(kind: str, ctx: LayoutContext, rng: np.random.Generator,
     if kind in ("open_fridge", "open_cab", "close_cab"):
         return ctx.spawn_in_front(rng, info["articulated"], settled, art, skill=kind)
     return ctx.spawn_anywhere(rng, settled, art)
+
+
+def _spawn_at_receptacle(ctx: LayoutContext, rng: np.random.Generator,
+                         settled: dict[str, tuple[np.ndarray, np.ndarray]], art: Mapping[str, float],
+                         grasped: str | None, goal: np.ndarray) -> dict[str, Any] | None:
+    """A nav start where a pick or place leaves the robot in a HAB task: beside a random receptacle
+    (a random point of its surface), within `nav.receptacle_start_max_dist`, facing it (+ spawn noise),
+    still `nav.min_start_distance` (geodesic) from the goal."""
+    nav = ctx.cfg["nav"]
+    recs = sorted(ctx.layout.receptacles.values(), key=lambda r: r.name)
+    for _ in range(int(nav["receptacle_start_tries"])):
+        rec = recs[int(rng.integers(len(recs)))]
+        c, s = np.cos(rec.yaw), np.sin(rec.yaw)
+        u = rng.uniform(-1.0, 1.0, 2) * np.asarray(rec.half_extent, dtype=np.float64)
+        point = np.asarray(rec.center[:2], dtype=np.float64) + np.array([c * u[0] - s * u[1], s * u[0] + c * u[1]])
+        start = ctx.spawn_near(rng, point, settled, art, grasped=grasped,
+                               radius=float(nav["receptacle_start_max_dist"]), far_from=goal,
+                               min_geodesic=float(nav["min_start_distance"]))
+        if start is not None:
+            return start
+    return None
 
 
 def _make_episode(kind: str, split: str, seed: int, index: int, ctx: LayoutContext) -> Episode:
@@ -383,8 +425,7 @@ def generate_episodes(kind: str, split: str, count: int, seed: int, *,
     if count < 0:
         raise ValueError(f"count must be >= 0, got {count}")
     cfg = load_generator_config() if cfg is None else cfg
-    if kind in MOVE_SKILLS:
-        _shares(cfg, kind)  # a bad share fails here, before any sim is built
+    check_generator_config(kind, cfg)  # before any sim is built
     seeds = layout_seeds(split)
     kind_id = EPISODE_KINDS.index(kind)
     order_rng = np.random.default_rng([seed, kind_id, zlib.crc32(split.encode())])

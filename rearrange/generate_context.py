@@ -214,20 +214,24 @@ class LayoutContext:
 
     def spawn_near(self, rng: np.random.Generator, target_xy: np.ndarray, poses: Poses,
                    art_states: Mapping[str, float], grasped: str | None = None,
-                   sees: np.ndarray | None = None) -> dict[str, Any] | None:
+                   sees: np.ndarray | None = None, radius: float | None = None,
+                   far_from: np.ndarray | None = None, min_geodesic: float = 0.0) -> dict[str, Any] | None:
         """habitat _get_robot_spawns: navigable point within max_dist of the target, facing it + noise.
 
         habitat grows its search radius on retries but still rejects points farther than max_dist,
         so we sample within max_dist only. With `sees` (for a target inside a container: the base point
         straight out of its opening) the straight line from the start to that point must be free, open
         doors and drawers included: the robot starts in front of the opening, not behind the open
-        fridge door or beside the fridge (see `spawn.see_opening`).
+        fridge door or beside the fridge (see `spawn.see_opening`). `radius` replaces `spawn.max_dist`;
+        with `far_from` the start must be at least `min_geodesic` (nav map) from that point.
         """
         sp = self.cfg["spawn"]
         navmap = self.navmap_with(art_states) if sees is not None else None
         for _ in range(int(sp["attempts"])):
-            xy = self.navmap.sample_navigable(rng, near=target_xy, radius=sp["max_dist"])
+            xy = self.navmap.sample_navigable(rng, near=target_xy, radius=sp["max_dist"] if radius is None else radius)
             if xy is None:
+                continue
+            if far_from is not None and not self.navmap.geodesic_distance(xy, far_from[:2]) >= min_geodesic:
                 continue
             if navmap is not None and not navmap.segment_clear(xy, sees):
                 continue
