@@ -9,7 +9,9 @@ follows habitat-lab's spawn rules and touches nothing. All thresholds live in `c
 
 Pick, place and nav draw the receptacle their target sits on or goes to from open surfaces, fridge
 shelves and drawers (`skill_targets.shares`, like habitat's rearrange_easy, where the fridge and
-drawers are open receptacles); the container holding it is open, the others shut.
+drawers are open receptacles); the container holding it is open, the others shut. Nav starts anywhere
+>= `nav.min_start_distance` from its goal, or (`nav.start_at_receptacle_prob`) beside a receptacle,
+facing it, where a pick or place leaves the robot in a HAB task.
 
 Object kinds are drawn once per (dataset seed, kind, layout), so all episodes of one layout use the
 same `RearrangeSim` model (cheap resets in the env, one sim build per layout here).
