@@ -43,6 +43,11 @@ class Receptacle:
     yaw: float = 0.0
     container: str | None = None
 
+    def surface_xy(self, u: float, v: float) -> np.ndarray:
+        """The floor-plan point (2,) at (u, v) metres from the centre in the surface's own frame."""
+        c, s = np.cos(self.yaw), np.sin(self.yaw)
+        return np.array([self.center[0] + c * u - s * v, self.center[1] + s * u + c * v])
+
 
 @dataclass(frozen=True)
 class Articulated:

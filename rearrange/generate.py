@@ -386,10 +386,8 @@ def _spawn_at_receptacle(ctx: LayoutContext, rng: np.random.Generator,
     recs = sorted(ctx.layout.receptacles.values(), key=lambda r: r.name)
     for _ in range(int(nav["receptacle_start_tries"])):
         rec = recs[int(rng.integers(len(recs)))]
-        c, s = np.cos(rec.yaw), np.sin(rec.yaw)
         u = rng.uniform(-1.0, 1.0, 2) * np.asarray(rec.half_extent, dtype=np.float64)
-        point = np.asarray(rec.center[:2], dtype=np.float64) + np.array([c * u[0] - s * u[1], s * u[0] + c * u[1]])
-        start = ctx.spawn_near(rng, point, settled, art, grasped=grasped,
+        start = ctx.spawn_near(rng, rec.surface_xy(u[0], u[1]), settled, art, grasped=grasped,
                                radius=float(nav["receptacle_start_max_dist"]), far_from=goal,
                                min_geodesic=float(nav["min_start_distance"]))
         if start is not None:

@@ -145,12 +145,10 @@ class LayoutContext:
         ux, uy = rec.half_extent[0] - radius - margin, rec.half_extent[1] - radius - margin
         if ux <= 0 or uy <= 0:
             return None
-        c, s = np.cos(rec.yaw), np.sin(rec.yaw)
         offset = container_offset(self.layout, rec, art_states)
         for _ in range(20):
             u, v = rng.uniform(-ux, ux), rng.uniform(-uy, uy)
-            pos = np.array([rec.center[0] + c * u - s * v, rec.center[1] + s * u + c * v,
-                            rec.center[2] + OBJECT_KINDS[kind].rest_height]) + offset
+            pos = np.array([*rec.surface_xy(u, v), rec.center[2] + OBJECT_KINDS[kind].rest_height]) + offset
             if all(np.linalg.norm(pos[:2] - p[:2]) >= radius + r + margin for p, r in occupied):
                 return pos
         return None
@@ -212,6 +210,10 @@ class LayoutContext:
 
     # --------------------------------------------------------------- spawns
 
+    def _far_enough(self, xy: np.ndarray, far_from: np.ndarray | None, min_geodesic: float) -> bool:
+        """True without `far_from`, else whether `xy` is at least `min_geodesic` (nav map) from it."""
+        return far_from is None or self.navmap.geodesic_distance(xy, far_from[:2]) >= min_geodesic
+
     def spawn_near(self, rng: np.random.Generator, target_xy: np.ndarray, poses: Poses,
                    art_states: Mapping[str, float], grasped: str | None = None,
                    sees: np.ndarray | None = None, radius: float | None = None,
@@ -231,7 +233,7 @@ class LayoutContext:
             xy = self.navmap.sample_navigable(rng, near=target_xy, radius=sp["max_dist"] if radius is None else radius)
             if xy is None:
                 continue
-            if far_from is not None and not self.navmap.geodesic_distance(xy, far_from[:2]) >= min_geodesic:
+            if not self._far_enough(xy, far_from, min_geodesic):
                 continue
             if navmap is not None and not navmap.segment_clear(xy, sees):
                 continue
@@ -287,7 +289,7 @@ class LayoutContext:
             xy = self.navmap.sample_navigable(rng)
             if xy is None:
                 return None
-            if far_from is not None and not self.navmap.geodesic_distance(xy, far_from[:2]) >= min_geodesic:
+            if not self._far_enough(xy, far_from, min_geodesic):
                 continue
             yaw = float(rng.uniform(-np.pi, np.pi))
             if self.robot_free(poses, art_states, xy, yaw, grasped):
