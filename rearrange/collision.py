@@ -124,20 +124,26 @@ class ContactForces:
             is_h = self._geom_obj[geoms] == held
             on_held = (is_h[:, 0] ^ is_h[:, 1]) & ~(is_r[:, 0] | is_r[:, 1])
             robot &= ~is_h.any(axis=1)
-        if not robot.any() and (on_held is None or not on_held.any()):
+        wanted = robot if on_held is None else robot | on_held
+        if not wanted.any():
             return 0.0, 0.0
-        normal = self._normal_forces(n)
+        normal = np.zeros(n)
+        for i in np.flatnonzero(wanted):
+            normal[i] = self._normal_force(int(i))
         return float(normal[robot].sum()), (float(normal[on_held].sum()) if on_held is not None else 0.0)
 
-    def _normal_forces(self, n: int) -> np.ndarray:
-        """Normal force of each of the `n` contacts (N), as `mj_contactForce` reports it."""
+    def _normal_force(self, i: int) -> float:
+        """Normal force of contact `i` (N), as `mj_contactForce` reports it. Only the contacts a caller
+        needs are computed: a HAB scene holds dozens of resting contacts the robot never touches."""
         d = self.data
         if self._pyramidal:
-            # a pyramidal contact's normal force is the sum of its pyramid edge forces
-            rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_CONTACT_PYRAMIDAL
-            return np.abs(np.bincount(d.efc_id[rows], weights=d.efc_force[rows], minlength=n))
-        out = np.zeros(n)
-        for i in range(n):
-            mujoco.mj_contactForce(self.model, d, i, self._f6)
-            out[i] = abs(self._f6[0])
-        return out
+            # a pyramidal contact's normal force is the sum of its pyramid edge forces (its efc rows)
+            adr, dim = int(d.contact.efc_address[i]), int(d.contact.dim[i])
+            if adr < 0:
+                return 0.0
+            total = 0.0
+            for r in range(adr, adr + (1 if dim == 1 else 2 * (dim - 1))):
+                total += float(d.efc_force[r])
+            return abs(total)
+        mujoco.mj_contactForce(self.model, d, i, self._f6)
+        return abs(float(self._f6[0]))

@@ -240,6 +240,49 @@ def test_contact_force_when_arm_hits_furniture(layout):
     assert sim.ee_pos[2] > r.center[2] - 0.03  # the counter stopped the arm
 
 
+def test_contact_forces_match_mujoco_over_every_contact(layout):
+    """ContactForces computes only the robot's and the held object's contacts; the sums equal those
+    of `mj_contactForce` over every contact of the step, while the arm presses a held can into the
+    counter among resting objects."""
+    import mujoco
+
+    from rearrange.collision import ContactForces
+
+    sim = RearrangeSim(layout, ["tomato_soup_can", "apple", "cracker_box"])
+    r = layout.receptacles["counter_0"]
+    art = layout.articulated["drawer_0"]
+    base = np.array([art.front_center[0], art.front_center[1] + 0.25])
+    rest = {f"obj_{k}": ((r.center[0] + dx, r.center[1], r.center[2] + OBJECT_KINDS[kind].rest_height + 0.001),
+                         (1, 0, 0, 0))
+            for k, (kind, dx) in enumerate([("apple", -0.25), ("cracker_box", 0.25)], start=1)}
+    sim.reset_state(rest, {}, base, np.pi / 2, grasped="obj_0")
+    m, d = sim.model, sim.data
+    robot_geom = sim._contact_forces._is_robot_geom
+    can = np.flatnonzero(m.geom_bodyid == m.body("obj_0").id)
+    forces = ContactForces(m, d, robot_geom, [can, np.array([], dtype=np.int64)])
+    target = np.array([sim.ee_pos[0], r.center[1] - 0.1, r.center[2] - 0.05])
+    f6, pressed = np.zeros(6), 0
+    for _ in range(40):
+        jac = sim.ee_jacobian()
+        dq = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(3), target - sim.ee_pos)
+        sim.step(np.clip(dq / 0.0125, -1, 1), None, np.zeros(2))
+        robot_ref = held_ref = 0.0
+        for i in range(d.ncon):
+            g = d.contact.geom[i]
+            mujoco.mj_contactForce(m, d, i, f6)
+            on_robot, on_can = robot_geom[g], np.isin(g, can)
+            if on_can.any():
+                if on_can.sum() == 1 and not on_robot.any():
+                    held_ref += abs(f6[0])
+            elif on_robot.sum() == 1:
+                robot_ref += abs(f6[0])
+        got = forces(0)
+        assert got == pytest.approx((robot_ref, held_ref), rel=1e-9, abs=1e-9)
+        pressed += got[0] + got[1] > 1.0
+    assert pressed > 0  # the step did press on something
+    assert d.ncon > 4  # resting objects' contacts were there to be skipped
+
+
 def test_bad_names_raise(layout):
     sim = RearrangeSim(layout, ["apple"])
     with pytest.raises(ValueError, match="obj_0"):
