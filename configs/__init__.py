@@ -2,5 +2,7 @@
 
 Groups: `trainer/` (collection mode, PPO), `policy/` (networks), `sim/` (simulator), `skill/` (one
 file per skill), `scenario/` (one file per HAB scenario). Top-level files are the entry points of the
-command-line tools. This package holds no code.
+command-line tools. Its one module, `compose.py`, composes the tree from Python (every command and
+test loads its config through it) and holds the one-line error helpers every command uses; the other
+rooms (rearrange, trainer, skills, eval) import config from here and never compose it themselves.
 """

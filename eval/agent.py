@@ -472,7 +472,7 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     """Validate the `agent` node of configs/eval_hab.yaml; `ConfigError` (one line naming the key and
     the valid values) on the first problem. Keys added later (`mode`, `fixed_renavigate_after`) may
     be absent: their defaults apply."""
-    from trainer.config import ConfigError, unknown_choice
+    from configs.compose import ConfigError, unknown_choice
 
     mode = agent_cfg.get("mode", "replan")
     if mode not in AGENT_MODES:

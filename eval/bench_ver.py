@@ -37,6 +37,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from configs.compose import ConfigError, compose, exit_with_error, to_plain, unknown_choice
 from eval.bench_ver_analyse import (
     MODES,
     TRAIN_MODES,
@@ -49,7 +50,6 @@ from eval.bench_ver_analyse import (
 )
 from eval.bench_ver_report import format_table, machine_description, write_report
 from eval.bench_ver_run import launch, slow_env_indices
-from trainer.config import ConfigError, compose, exit_with_error, to_plain, unknown_choice
 
 EPILOG = """\
 modes: raw (random actions, no learning: the upper bound for the same envs and worker processes),

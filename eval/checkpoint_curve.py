@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from configs.compose import exit_with_error
 from trainer.checkpoint import CheckpointError
-from trainer.config import exit_with_error
 
 EVAL_CFG = {"bootstrap_samples": 1000, "ci": 0.95}
 
@@ -130,8 +130,8 @@ def main(argv: list[str] | None = None) -> None:
         exit_with_error(f"{run} has no metrics.jsonl (not a train-skill run directory)")
     if args.episodes < 1 or args.every < 1 or args.workers < 1:
         exit_with_error("--episodes, --every and --workers must be >= 1")
+    from configs.compose import unknown_choice
     from rearrange.episodes import SPLITS
-    from trainer.config import unknown_choice
 
     if args.split not in SPLITS:
         exit_with_error(unknown_choice("split", args.split, SPLITS))

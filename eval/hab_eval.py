@@ -90,9 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from configs.compose import ConfigError, compose, exit_with_error, to_plain, unknown_choice
     from eval.agent import AGENT_TYPES, check_agent_config
     from rearrange.episodes import SCENARIO_KINDS, SPLITS
-    from trainer.config import ConfigError, compose, exit_with_error, to_plain, unknown_choice
 
     args = build_parser().parse_args(argv)
     if args.scenario not in SCENARIO_KINDS:
@@ -135,8 +135,8 @@ class UsageError(ValueError):
 def load_scenario_episodes(scenario: str, split: str, count: int, seed: int,
                            episodes_file: str | os.PathLike | None) -> list:
     """`count` episodes of the scenario: the first ones of `episodes_file`, or generated (deterministic)."""
+    from configs.compose import exit_with_error
     from rearrange.episodes import EpisodeFileError, load_episodes
-    from trainer.config import exit_with_error
 
     if episodes_file is not None:
         try:

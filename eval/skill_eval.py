@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.config import ConfigError, compose, exit_with_error, to_plain, unknown_choice
+from configs.compose import ConfigError, compose, exit_with_error, to_plain, unknown_choice
 
 SKILLS = ("pick", "place", "nav", "open_fridge", "close_fridge", "open_cab", "close_cab")
 

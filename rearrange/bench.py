@@ -264,8 +264,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--snapshot", metavar="PNG", help="write an overview + head depth image of --layout-seed and exit"
     )
     args = parser.parse_args(argv)
+    from configs.compose import exit_with_error
     from rearrange.objects import OBJECT_KINDS
-    from trainer.config import exit_with_error
 
     if args.steps < 1 or args.width < 1 or args.height < 1 or args.repeats < 1:
         exit_with_error("--steps, --width, --height and --repeats must be positive")

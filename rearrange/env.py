@@ -260,7 +260,7 @@ def make_registered_env(env_id: str, episodes: Sequence[Episode] | str | os.Path
     cfg: dict[str, Any] | None = None
     task_cfg: dict[str, Any] | None = None
     if spec.config_name is not None:
-        from trainer.config import compose, to_plain
+        from configs.compose import compose, to_plain
 
         cfg = to_plain(compose(spec.config_name, config_overrides))
         group = spec.config_name.split("/")[0] if "/" in spec.config_name else None

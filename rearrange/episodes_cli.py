@@ -31,26 +31,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def generator_config(overrides: Sequence[str]) -> dict:
-    """configs/episodes.yaml with `key=value` overrides of existing keys (ValueError naming a bad one)."""
-    from omegaconf import OmegaConf
+    """configs/episodes.yaml composed with Hydra `key=value` overrides of existing keys (ConfigError, one
+    line, for an unknown key or an override that does not parse)."""
+    from configs.compose import compose, to_plain
 
-    from rearrange.generate import load_generator_config
-
-    cfg = OmegaConf.create(load_generator_config())
-    for item in overrides:
-        key, sep, _ = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"override '{item}' is not KEY=VALUE")
-        if OmegaConf.select(cfg, key, default=None) is None:
-            raise ValueError(f"unknown configs/episodes.yaml key '{key}'")
-        cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist([item]))
-    out = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(out, dict)
-    return out
+    return to_plain(compose("episodes", overrides))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from trainer.config import exit_with_error, unknown_choice
+    from configs.compose import ConfigError, exit_with_error, unknown_choice
 
     args = build_parser().parse_args(argv)
     if args.kind not in EPISODE_KINDS:
@@ -67,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg = generator_config(args.overrides)
         check_generator_config(args.kind, cfg)
-    except ValueError as exc:
+    except (ConfigError, ValueError) as exc:
         exit_with_error(str(exc))
 
     from tqdm import tqdm

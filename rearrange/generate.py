@@ -126,7 +126,11 @@ def check_generator_config(kind: str, cfg: Mapping[str, Any]) -> None:
 
 def _nav_receptacle_start_prob(cfg: Mapping[str, Any]) -> float:
     """`nav.start_at_receptacle_prob` (0 when absent; ValueError outside [0, 1])."""
-    p = float(cfg["nav"].get("start_at_receptacle_prob", 0.0))
+    value = cfg["nav"].get("start_at_receptacle_prob", 0.0)
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"nav.start_at_receptacle_prob must be a number in [0, 1], got '{value}'") from None
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"nav.start_at_receptacle_prob must be in [0, 1], got {p}")
     return p

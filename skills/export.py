@@ -15,8 +15,8 @@ import argparse
 import os
 from pathlib import Path
 
+from configs.compose import exit_with_error
 from trainer.checkpoint import REQUIRED_KEYS, CheckpointError, load_checkpoint, save_checkpoint
-from trainer.config import exit_with_error
 
 KEPT_KEYS = (*REQUIRED_KEYS, "format_version", "counters")
 

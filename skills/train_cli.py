@@ -22,11 +22,11 @@ from typing import Any
 
 from omegaconf import DictConfig, open_dict
 
+from configs.compose import ConfigError, exit_with_error, to_plain, unknown_choice
 from rearrange.episodes import EpisodeFileError, load_episodes, save_episodes
 from rearrange.tasks.skill_tasks import make_skill_task
 from skills.definitions import SKILL_NAMES, skill_def_from_config
 from skills.oracle_start import OracleStartConfig, OracleStartEnv
-from trainer.config import ConfigError, exit_with_error, to_plain, unknown_choice
 from trainer.config_check import check_config
 
 EPILOG = f"""\

@@ -12,11 +12,11 @@ def untrained_checkpoint(path, skill: str, overrides: Sequence[str] = (), obs_sp
     `overrides`, e.g. `profile=cpu` or `sim.camera.head.width=32`). `obs_space` replaces the skill's own
     observation space (built from the config's camera); `edit_config` changes the saved config in place
     after the model is built (a config the env cannot serve)."""
+    from configs.compose import compose, to_plain
     from rearrange.actions import action_space
     from rearrange.sensors import camera_settings, observation_space
     from skills.definitions import get_skill
     from trainer.checkpoint import save_checkpoint
-    from trainer.config import compose, to_plain
     from trainer.networks import ActorCritic
 
     cfg = to_plain(compose("train_skill", [f"skill={skill}", *overrides]))

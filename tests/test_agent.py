@@ -154,9 +154,9 @@ def test_policy_controller_samples_only_on_retries_when_asked(sample_retries):
 
 def test_sampled_skills_sample_while_the_others_act_with_the_mean():
     """agent.sampled_skills: those learned skills sample their actions, every other one stays deterministic."""
+    from configs.compose import ConfigError
     from eval.agent import check_agent_config
     from eval.skill_library import SHIPPED_CHECKPOINTS, LearnedSkills
-    from trainer.config import ConfigError
 
     paths = {s: SHIPPED_CHECKPOINTS / f"{s}.pt" for s in ("pick", "close_cab")}
     skills = LearnedSkills(paths, deterministic=True, sampled_skills=("close_cab",))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from configs.compose import compose
 from trainer.bench_halfcheetah import (
     PLOT_FILE,
     RESULT_FILE,
@@ -18,7 +19,6 @@ from trainer.bench_halfcheetah import (
     report_lines,
     summarise,
 )
-from trainer.config import compose
 
 # HalfCheetah episodes last 1,000 steps: 2 envs x 1,024 steps x 2 updates finish 2 episodes per env
 TINY_OURS = ["trainer.num_envs=2", "trainer.envs_per_worker=2", "trainer.num_steps=1024", "trainer.ppo.ppo_epoch=1",

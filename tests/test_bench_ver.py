@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
+from configs.compose import ConfigError, compose, to_plain
 from eval import bench_ver, bench_ver_analyse, bench_ver_report, bench_ver_run
-from trainer.config import ConfigError, compose, to_plain
 from trainer.diagnostic_envs import make_counting_env
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from configs.compose import ConfigError, compose
 from skills import train_cli as skill_cli
 from trainer import cli as rl_cli
-from trainer.config import ConfigError, compose
 from trainer.config_check import check_config
 
 # (overrides separated by spaces, the key the message must name, part of the valid range or choices)
@@ -123,8 +123,8 @@ def test_unknown_key_still_fails_in_hydra(capsys, tmp_path):
 
 
 def test_resume_validates_the_merged_config(capsys, tmp_path):
+    from configs.compose import to_plain
     from trainer.checkpoint import checkpoint_path, save_checkpoint
-    from trainer.config import to_plain
 
     cfg = to_plain(compose("train_rl", ["env_id=CartPole-v1"]))
     save_checkpoint(checkpoint_path(tmp_path / "checkpoints", 10),
@@ -149,7 +149,7 @@ def test_shipped_configs_pass(name, overrides):
 
 def test_configs_of_older_checkpoints_pass():
     # keys added later (max_seq_len, envs_per_worker, prev_action, obs_norm) are optional
-    from trainer.config import to_plain
+    from configs.compose import to_plain
 
     cfg = to_plain(compose("train_rl"))
     cfg["trainer"].pop("max_seq_len")

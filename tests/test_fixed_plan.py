@@ -12,6 +12,7 @@ import stat
 import pytest
 from agent_doubles import FirstCallReplaced
 
+from configs.compose import ConfigError
 from eval.agent import AGENT_MODES, HabAgent, OracleSkills, check_agent_config, make_agent
 from eval.hab_eval import initial_plans, main
 from planner.fixed_plan import fixed_steps, renavigate_after
@@ -23,7 +24,6 @@ from rearrange.env import RearrangeEnv
 from rearrange.generate import generate_episodes
 from rearrange.layout import generate_layout
 from rearrange.tasks.hab import HabTask, load_hab_config
-from trainer.config import ConfigError
 
 
 class _Hurried:

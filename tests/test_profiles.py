@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from configs.compose import ConfigError, compose, to_plain
 from skills import train_cli
-from trainer.config import ConfigError, compose, to_plain
 
 
 def test_auto_resolves_by_cuda_and_explicit_profiles_stay():

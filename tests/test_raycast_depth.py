@@ -131,7 +131,7 @@ def test_env_observations_match_space_with_raycast():
 
 
 def test_cpu_sim_config_composes():
-    from trainer.config import compose
+    from configs.compose import compose
 
     cfg = compose("train_skill", ["sim=cpu"])
     head = cfg.sim.camera.head

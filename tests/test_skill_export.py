@@ -7,10 +7,10 @@ import pytest
 import torch
 from gymnasium import spaces
 
+from configs.compose import compose, to_plain
 from skills.export import export_policy
 from skills.policy import SkillPolicy
 from trainer.checkpoint import CheckpointError, build_checkpoint_state, save_checkpoint
-from trainer.config import compose, to_plain
 from trainer.networks import ActorCritic
 from trainer.ppo import PPO
 

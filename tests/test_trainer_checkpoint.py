@@ -169,8 +169,8 @@ def test_keep_last_k(tmp_path):
 
 
 def test_resume_run_finds_the_checkpoint_config_and_run_dir(tmp_path):
+    from configs.compose import ConfigError
     from trainer.checkpoint import ResumeTarget, resume_run
-    from trainer.config import ConfigError
 
     run = tmp_path / "run"
     for step in (10, 20):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
+from configs.compose import compose
 from trainer.collector import Collector
-from trainer.config import compose
 from trainer.diagnostic_envs import CountingEnv, make_counting_env, reward_code
 from trainer.inference import batch_limits, select_batch, should_act
 from trainer.networks import ActorCritic

@@ -16,8 +16,8 @@ import pytest
 import torch
 from collect_runs import collect_through_restart
 
+from configs.compose import compose
 from trainer.collector import Collector, WorkerFailure
-from trainer.config import compose
 from trainer.diagnostic_envs import CountingEnv, faulty_counting_env
 from trainer.networks import ActorCritic
 from trainer.train import train

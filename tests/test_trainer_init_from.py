@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from configs.compose import ConfigError, compose
 from trainer.checkpoint import latest_checkpoint, load_checkpoint
 from trainer.cli import make_gym_env
-from trainer.config import ConfigError, compose
 from trainer.train import train
 
 

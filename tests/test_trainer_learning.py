@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from configs.compose import compose
 from trainer.cli import make_gym_env
-from trainer.config import compose
 from trainer.train import train
 
 # Settings chosen for a small LSTM actor-critic with a shared trunk on CartPole: returns reach the

@@ -6,9 +6,9 @@ import functools
 import json
 from pathlib import Path
 
+from configs.compose import compose
 from trainer.checkpoint import list_checkpoints, load_checkpoint
 from trainer.cli import make_gym_env
-from trainer.config import compose
 from trainer.train import train
 
 COMPARED_PREFIXES = ("learner/", "metrics/")

@@ -9,6 +9,7 @@ import functools
 import numpy as np
 import torch
 
+from configs.compose import compose
 from trainer.checkpoint import (
     build_checkpoint_state,
     load_checkpoint,
@@ -16,7 +17,6 @@ from trainer.checkpoint import (
     save_checkpoint,
 )
 from trainer.collector import Collector
-from trainer.config import compose
 from trainer.diagnostic_envs import CountingEnv, make_counting_env
 from trainer.networks import ActorCritic
 from trainer.normalization import RewardScaler

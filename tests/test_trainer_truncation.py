@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
+from configs.compose import compose
 from trainer.collector import Collector
-from trainer.config import compose
 from trainer.diagnostic_envs import CountingEnv
 from trainer.gae import compute_gae
 from trainer.networks import ActorCritic

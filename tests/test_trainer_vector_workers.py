@@ -12,9 +12,9 @@ import pytest
 import torch
 from collect_runs import collect_through_restart
 
+from configs.compose import compose
 from trainer.cli import make_gym_env
 from trainer.collector import Collector
-from trainer.config import compose
 from trainer.diagnostic_envs import CountingEnv, faulty_counting_env, make_counting_env
 from trainer.env_worker import split_envs
 from trainer.inference import batch_limits

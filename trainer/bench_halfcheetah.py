@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig
 
-from trainer.config import ConfigError, compose, exit_with_error, to_plain
+from configs.compose import ConfigError, compose, exit_with_error, to_plain
 from trainer.files import atomic_path, write_text_atomic
 
 CONFIG_NAME = "bench_halfcheetah"

@@ -4,7 +4,7 @@ A checkpoint is a `torch.save`d dict. Keys:
 
     "format_version": int                 CHECKPOINT_FORMAT_VERSION
     "model":          actor_critic.state_dict()
-    "config":         the resolved config as a plain dict (trainer.config.to_plain)
+    "config":         the resolved config as a plain dict (configs.compose.to_plain)
     "obs_space":      the gymnasium observation space (pickled)
     "action_space":   the gymnasium action space (pickled)
     "ppo":            PPO.state_dict(): optimizer, entropy coefficient, update count, LR schedule,
@@ -47,7 +47,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from trainer.config import ConfigError
+from configs.compose import ConfigError
 from trainer.files import atomic_path
 
 CHECKPOINT_FORMAT_VERSION = 1

@@ -17,9 +17,9 @@ import sys
 import gymnasium as gym
 from omegaconf import DictConfig
 
+from configs.compose import ConfigError, compose, exit_with_error, unknown_choice
 from trainer.checkpoint import CheckpointError, resume_run
 from trainer.collector import WorkerFailure
-from trainer.config import ConfigError, compose, exit_with_error, unknown_choice
 from trainer.config_check import check_config
 
 EXIT_INTERRUPTED = 130

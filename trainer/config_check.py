@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trainer.config import ConfigError
+from configs.compose import ConfigError
 
 _MISSING = object()
 DEVICES = ("auto", "cpu", "cuda")

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from configs.compose import ConfigError, to_plain
 from trainer.checkpoint import (
     build_checkpoint_state,
     capture_rng_state,
@@ -53,7 +54,6 @@ from trainer.checkpoint import (
     save_checkpoint,
 )
 from trainer.collector import Collector, CollectStats, fill_from_previous
-from trainer.config import ConfigError, to_plain
 from trainer.config_check import check_config
 from trainer.distributed import (
     DistInfo,

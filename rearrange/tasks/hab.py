@@ -46,7 +46,7 @@ STOP_INDEX = ACTION_SLICES["stop"].start
 
 def load_hab_config(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """`configs/eval_hab.yaml` (with Hydra overrides) as a plain dict."""
-    from trainer.config import compose, to_plain
+    from configs.compose import compose, to_plain
 
     return to_plain(compose("eval_hab", overrides))
 

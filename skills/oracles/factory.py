@@ -24,7 +24,7 @@ ORACLES: dict[str, type[Oracle]] = {
 
 def oracle_config(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     """`configs/oracle.yaml` (with Hydra overrides) as a plain dict."""
-    from trainer.config import compose, to_plain
+    from configs.compose import compose, to_plain
 
     return to_plain(compose("oracle", overrides))
 

@@ -1,4 +1,8 @@
-"""Composing the Hydra config tree from Python, and the one-line errors every command uses."""
+"""Composing the Hydra config tree from Python, and the one-line errors every command uses.
+
+The bottom of the data flow (configs -> rearrange -> trainer -> skills -> eval): it imports nothing of
+the project, so every room may import it.
+"""
 
 from __future__ import annotations
 
