@@ -117,6 +117,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     suffix = "" if cfg["agent"]["mode"] == "replan" else f"_{cfg['agent']['mode']}"
     out_dir = Path(args.out) if args.out else Path(str(ev["out_dir"])) / f"{args.scenario}_{args.agent}{suffix}"
 
+    from skills.policy import set_inference_threads
+
+    try:
+        set_inference_threads(ev["torch_threads"])
+    except ValueError as exc:
+        exit_with_error(str(exc))
     episodes = load_scenario_episodes(args.scenario, split, count, seed, episodes_file)
     try:
         result = evaluate(args.scenario, args.agent, episodes, cfg, seed=seed, split=split,

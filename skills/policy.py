@@ -25,6 +25,15 @@ from trainer.networks import ActorCritic, observation_spaces
 from trainer.wrappers import PREV_ACTION_KEY, previous_action_obs
 
 
+def set_inference_threads(threads: Any) -> None:
+    """torch's CPU threads for the policies' forward passes (`eval.torch_threads`; 0: torch's default).
+    ValueError (one line) unless an int >= 0."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+        raise ValueError(f"eval.torch_threads must be an int >= 0 (0: torch's default), got {threads!r}")
+    if threads:
+        torch.set_num_threads(threads)
+
+
 def seed_action_sampling(seed: int, episode_index: int) -> None:
     """Seed the sampled actions of every `SkillPolicy` for one evaluation episode (torch's global
     generator, which `ActorCritic.act` samples from): a sampled evaluation is then reproducible, and

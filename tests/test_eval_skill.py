@@ -84,6 +84,7 @@ def test_video_option_writes_readable_mp4(tmp_path):
     (["--skill", "pick", "--checkpoint", "/nonexistent/ckpt.pt"], "checkpoint not found"),
     (["--skill", "pick", "--oracle", "--split", "test"], "unknown split 'test'; valid choices: train, val"),
     (["--skill", "pick", "--oracle", "eval.nope=1"], "invalid config override"),
+    (["--skill", "pick", "--oracle", "eval.torch_threads=many"], "eval.torch_threads must be an int >= 0"),
 ])
 def test_bad_inputs_exit_2_with_one_line(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
