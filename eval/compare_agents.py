@@ -1,5 +1,6 @@
 """Compare eval-hab runs of one scenario: a per-stage success chart with the agents side by side (VER
-paper Fig. 6 style) and a text table of success, 95% interval and failed skills.
+paper Fig. 6 style) beside their failed-skill histogram, and a text table of success, 95% interval and
+failed skills.
 
   python -m eval.compare_agents runs/th_oracle/results.json runs/th_tp_srl/results.json --out docs/th.png
 
@@ -71,7 +72,8 @@ def compare(paths: Sequence[str | Path], out: str | Path, labels: Sequence[str] 
                            "name them with --labels")
     results = dict(zip(names, runs, strict=True))
     plot_stage_comparison({n: r["stage_success"] for n, r in results.items()}, out,
-                          title=f"{scenarios[0]}: per-stage success")
+                          title=f"{scenarios[0]}: per-stage success",
+                          failed={n: dict(r.get("failed_skill") or {}) for n, r in results.items()})
     return summary_lines(results)
 
 

@@ -3,7 +3,8 @@
 - `plot_stage_success(stage_stats, path)`: bar chart of per-stage success (the `stage_success`
   dict of `eval.metrics.aggregate`, each {mean, ci_low, ci_high}) with confidence-interval error
   bars, like the VER paper's Fig. 6 and ManiSkill-HAB's progressive completion plots.
-- `plot_stage_comparison(groups, path)`: the same for several agents side by side (VER paper Fig. 6).
+- `plot_stage_comparison(groups, path, failed=...)`: the same for several agents side by side (VER paper
+  Fig. 6), optionally beside a failed-skill histogram (episodes per skill that failed, per agent).
 - `plot_learning_curves(curves, path)`: metric against environment steps for one or more runs,
   each with an optional confidence band (e.g. VER vs NoVER vs sync success over training).
 """
@@ -11,9 +12,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -48,33 +50,57 @@ def plot_stage_comparison(
     path: str | os.PathLike,
     title: str = "",
     ylabel: str = "episodes that completed the stage",
+    failed: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Path:
     """Grouped bars: per-stage success of several agents (label -> `stage_success`), with CI error
-    bars; stages in order of first appearance, a stage an agent lacks drawn as 0 without a bar error."""
-    names: list[str] = []
-    for stats in groups.values():
-        names.extend(n for n in stats if n not in names)
+    bars; stages in order of first appearance, a stage an agent lacks drawn as 0 without a bar error.
+    With `failed` (label -> {skill: failed episodes}), a second panel: the failed-skill histogram."""
+    names = _ordered_keys(groups.values())
     if not names:
         raise ValueError("plot_stage_comparison needs at least one stage")
+    skills = _ordered_keys(failed.values()) if failed else []
+    width = max(4.0, (0.45 + 0.25 * len(groups)) * max(len(names), len(skills)) + 1.5)
+    fig, axes = plt.subplots(2 if skills else 1, 1, figsize=(width, 7.0 if skills else 3.5), squeeze=False)
+    stage_ax = axes[0][0]
+    _grouped_bars(stage_ax, names, groups)
+    stage_ax.set_ylim(0.0, 1.05)
+    stage_ax.set_ylabel(ylabel)
+    if title:
+        stage_ax.set_title(title)
+    if len(groups) > 1:
+        stage_ax.legend(fontsize=7, loc="upper right")
+    if failed and skills:
+        fail_ax = axes[1][0]
+        _grouped_bars(fail_ax, skills, {label: {k: {"mean": float(v)} for k, v in counts.items()}
+                                        for label, counts in failed.items()})
+        fail_ax.set_ylabel("failed episodes, by the skill that failed")
+        fail_ax.set_title("failed-skill histogram")
+        fig.tight_layout()
+    return _save_png(fig, path)
+
+
+def _ordered_keys(mappings: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The keys of every mapping, in order of first appearance."""
+    names: list[str] = []
+    for m in mappings:
+        names.extend(n for n in m if n not in names)
+    return names
+
+
+def _grouped_bars(ax, names: Sequence[str], groups: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
+    """One bar per (name, group) with optional `ci_low`/`ci_high` error bars; a missing name is 0."""
     width = 0.8 / len(groups)
-    fig, ax = plt.subplots(figsize=(max(4.0, (0.45 + 0.25 * len(groups)) * len(names) + 1.5), 3.5))
     x = np.arange(len(names))
     for i, (label, stats) in enumerate(groups.items()):
         mean = np.array([float(stats[n]["mean"]) if n in stats else 0.0 for n in names])
         low = np.array([float(stats[n].get("ci_low", stats[n]["mean"])) if n in stats else 0.0 for n in names])
         high = np.array([float(stats[n].get("ci_high", stats[n]["mean"])) if n in stats else 0.0 for n in names])
-        yerr = np.vstack([np.maximum(mean - low, 0.0), np.maximum(high - mean, 0.0)])
+        has_ci = any("ci_low" in stats[n] for n in names if n in stats)
+        yerr = np.vstack([np.maximum(mean - low, 0.0), np.maximum(high - mean, 0.0)]) if has_ci else None
         ax.bar(x + (i - (len(groups) - 1) / 2) * width, mean, width=width, yerr=yerr, capsize=2,
                alpha=0.85, label=label or None, color=None if len(groups) > 1 else "tab:blue")
     ax.set_xticks(x, names, rotation=45, ha="right")
-    ax.set_ylim(0.0, 1.05)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    if len(groups) > 1:
-        ax.legend(fontsize=7, loc="upper right")
     ax.grid(axis="y", alpha=0.3)
-    return _save_png(fig, path)
 
 
 @dataclass

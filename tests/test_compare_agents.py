@@ -52,3 +52,26 @@ def test_a_file_that_is_not_an_eval_hab_result(tmp_path, capsys, missing):
     (folder / "results.json").write_text(json.dumps(data))
     assert main([str(folder), "--out", str(tmp_path / "x.png")]) == 2
     assert missing in capsys.readouterr().err
+
+
+def test_the_chart_carries_the_failed_skill_histogram(tmp_path, monkeypatch):
+    """The failed-skill panel gets each run's `failed_skill` counts, the skills of every run in order of
+    first appearance; a run without failures contributes nothing."""
+    from eval import plots
+
+    drawn = {}
+    real = plots._grouped_bars
+
+    def spy(ax, names, groups):
+        drawn[tuple(names)] = groups
+        real(ax, names, groups)
+
+    monkeypatch.setattr(plots, "_grouped_bars", spy)
+    a = _result(tmp_path, "a", "oracle", 1.0, {"pick_0": 1.0})
+    b = _result(tmp_path, "b", "tp-srl", 0.2, {"pick_0": 0.6})
+    data = json.loads((b / "results.json").read_text())
+    data["failed_skill"] = {"pick": 3, "nav": 5}
+    (b / "results.json").write_text(json.dumps(data))
+    assert main([str(a), str(b), "--out", str(tmp_path / "c.png")]) == 0
+    assert drawn[("pick", "nav")] == {"oracle replan": {}, "tp-srl replan": {"pick": {"mean": 3.0}, "nav": {"mean": 5.0}}}
+    assert ("pick_0",) in drawn
