@@ -34,7 +34,8 @@ import numpy as np
 EXAMPLES = """examples:
   eval-hab --scenario tidy_house --agent oracle --episodes 20 --split val
   eval-hab --scenario tidy_house --agent tp-srl --episodes 20 --video out/videos 'agent.oracle_skills=[place]'
-      # the shipped checkpoints/ (every skill but place so far), place by its oracle
+      # the shipped checkpoints/, place by its oracle
+  eval-hab --scenario set_table --agent tp-srl --episodes 50 --only 24 --video out/videos   # film episode 24 of 50
   eval-hab --scenario set_table --agent tp-srl --checkpoint-dir runs/skill --episodes 100   # train-skill runs
   eval-hab --scenario prepare_groceries --agent tp-srl-nonav --checkpoint-dir ckpts   # ckpts/<skill>.pt
   eval-hab --scenario set_table --agent tp-srl --mode fixed --episodes 50   # habitat-lab's fixed plan
@@ -77,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default=None, help="train or val (default: eval.split)")
     p.add_argument("--seed", type=int, default=None, help="episode generation seed (default: eval.seed)")
     p.add_argument("--episodes-file", default=None, help="a scenario dataset .json(.gz) instead of generating")
+    p.add_argument("--only", type=int, nargs="+", default=None, metavar="I",
+                   help="run only these episodes of the --episodes (0-based, the last number of an episode id in "
+                        "results.json); each acts exactly as in the full run, e.g. to film one")
     p.add_argument("--video", default=None, metavar="DIR", help="write one MP4 per episode into DIR")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="folder for results.json and stages.png (default: eval.out_dir/<scenario>_<agent>, with _fixed in fixed mode)")
@@ -113,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if count < 1:
         exit_with_error(f"--episodes must be >= 1, got {count}")
     seed = int(args.seed if args.seed is not None else ev["seed"])
+    bad = [i for i in args.only or () if not 0 <= i < count]
+    if bad:
+        exit_with_error(f"--only: episode index {bad[0]} is not among the {count} episodes (0..{count - 1})")
     episodes_file = args.episodes_file if args.episodes_file is not None else ev["episodes_file"]
     suffix = "" if cfg["agent"]["mode"] == "replan" else f"_{cfg['agent']['mode']}"
     out_dir = Path(args.out) if args.out else Path(str(ev["out_dir"])) / f"{args.scenario}_{args.agent}{suffix}"
@@ -126,7 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     episodes = load_scenario_episodes(args.scenario, split, count, seed, episodes_file)
     try:
         result = evaluate(args.scenario, args.agent, episodes, cfg, seed=seed, split=split,
-                          checkpoint_dir=args.checkpoint_dir, video_dir=args.video, progress=not args.no_progress)
+                          checkpoint_dir=args.checkpoint_dir, video_dir=args.video, progress=not args.no_progress,
+                          indices=args.only)
     except UsageError as exc:
         exit_with_error(str(exc))
     write_outputs(result, out_dir)
@@ -181,8 +189,10 @@ def initial_plans(scenario: str, episodes: Sequence[Any]) -> list:
 
 def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mapping[str, Any], *, seed: int = 0,
              split: str = "val", checkpoint_dir: str | os.PathLike | None = None,
-             video_dir: str | os.PathLike | None = None, progress: bool = True) -> dict[str, Any]:
-    """Run the agent on every episode; returns the results dict (see the module docstring)."""
+             video_dir: str | os.PathLike | None = None, progress: bool = True,
+             indices: Sequence[int] | None = None) -> dict[str, Any]:
+    """Run the agent on every episode, or on those of `indices` (each seeded by its index, so it acts as
+    in the full run); returns the results dict (see the module docstring)."""
     from tqdm import tqdm
 
     from eval.agent import make_agent, skills_in_plans
@@ -226,7 +236,8 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
     env.reset(seed=seed)
     outcomes = []
     try:
-        bar = tqdm(range(len(episodes)), desc=f"eval-hab {scenario} ({agent_type})", unit="ep", disable=not progress)
+        order = range(len(episodes)) if indices is None else list(indices)
+        bar = tqdm(order, desc=f"eval-hab {scenario} ({agent_type})", unit="ep", disable=not progress)
         for i in bar:
             seed_action_sampling(seed, i)  # sampled skills: reproducible, per episode
             recorder = None if video_dir is None else EpisodeVideo(Path(video_dir), scenario, vcfg)

@@ -117,6 +117,24 @@ def test_learned_agents_run_skill_checkpoints(tmp_path, agent):
     assert not episode["success"]
 
 
+def test_only_runs_the_named_episodes_as_the_full_run_does(tmp_path, capsys):
+    """--only 1 plays episode 1 exactly as a run of both does (sampled nav actions seeded per episode
+    index, not by what ran before); an index outside the episodes is a one-line error."""
+    ckpts = tmp_path / "ckpts"
+    for skill in ("nav", "pick", "place"):
+        untrained_checkpoint(ckpts / f"{skill}.pt", skill)
+    common = ["--scenario", "prepare_groceries", "--agent", "tp-srl", "--episodes", "2", "--checkpoint-dir",
+              str(ckpts), "--no-progress", "hab_task.max_steps=40", "agent.sampled_skills=[nav,pick]"]
+    assert main([*common, "--out", str(tmp_path / "both")]) == 0
+    assert main([*common, "--out", str(tmp_path / "one"), "--only", "1"]) == 0
+    both = json.loads((tmp_path / "both" / "results.json").read_text())["episodes"]
+    one = json.loads((tmp_path / "one" / "results.json").read_text())["episodes"]
+    assert [e["episode_id"] for e in one] == [both[1]["episode_id"]]
+    assert one[0] == both[1]
+    err = one_line_exit_2(capsys, main, [*common, "--out", str(tmp_path / "bad"), "--only", "2"])
+    assert "--only: episode index 2 is not among the 2 episodes (0..1)" in err
+
+
 def test_help_shows_examples(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--help"])
