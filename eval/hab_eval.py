@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = evaluate(args.scenario, args.agent, episodes, cfg, seed=seed, split=split,
                           checkpoint_dir=args.checkpoint_dir, video_dir=args.video, progress=not args.no_progress,
-                          indices=args.only)
+                          indices=None if args.only is None else list(dict.fromkeys(args.only)))
     except UsageError as exc:
         exit_with_error(str(exc))
     write_outputs(result, out_dir)
