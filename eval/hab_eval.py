@@ -126,10 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from skills.policy import set_inference_threads
 
-    try:
-        set_inference_threads(ev["torch_threads"])
-    except ValueError as exc:
-        exit_with_error(str(exc))
+    set_inference_threads(ev["torch_threads"])
     episodes = load_scenario_episodes(args.scenario, split, count, seed, episodes_file)
     try:
         result = evaluate(args.scenario, args.agent, episodes, cfg, seed=seed, split=split,

@@ -280,10 +280,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     start_grasp = _start_grasp(args.skill, ev.get("start_grasp"))
     from skills.policy import set_inference_threads
 
-    try:
-        set_inference_threads(ev["torch_threads"])
-    except ValueError as exc:
-        exit_with_error(str(exc))
+    set_inference_threads(ev["torch_threads"])
     agent = _load_agent(args, args.skill, bool(ev["deterministic"]))
     episodes = _episodes(args, args.skill, split, count, seed)
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from configs.compose import exit_with_error
 from rearrange.actions import expand_action
 from skills.definitions import SkillDef, skill_def_from_config
 from trainer.checkpoint import CheckpointError, load_checkpoint
@@ -27,9 +28,9 @@ from trainer.wrappers import PREV_ACTION_KEY, previous_action_obs
 
 def set_inference_threads(threads: Any) -> None:
     """torch's CPU threads for the policies' forward passes (`eval.torch_threads`; 0: torch's default).
-    ValueError (one line) unless an int >= 0."""
+    A value that is not an int >= 0 is a one-line error, exit 2."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
-        raise ValueError(f"eval.torch_threads must be an int >= 0 (0: torch's default), got {threads!r}")
+        exit_with_error(f"eval.torch_threads must be an int >= 0 (0: torch's default), got {threads!r}")
     if threads:
         torch.set_num_threads(threads)
 

@@ -101,3 +101,67 @@ class ApproachShaping:
         if not self.active:
             return 0.0
         return self.delta(self.distance(sim))
+
+
+def check_opening_path_cfg(reward_cfg: Mapping[str, Any], skill: str) -> float:
+    """`opening_path_offset` of a place reward config (absent: 0.0, off); ValueError on a bad value."""
+    offset = float(reward_cfg.get("opening_path_offset", 0.0))
+    if not (math.isfinite(offset) and 0.0 <= offset <= 1.0):
+        raise ValueError(f"skill.reward.opening_path_offset must be in [0, 1] m (got {offset}, skill {skill})")
+    return offset
+
+
+class OpeningPath:
+    """Object->goal distance measured along the way in through a side opening (a fridge shelf).
+
+    habitat-lab pays place for the decrease of the straight object->goal distance. For a goal on a
+    fridge shelf that line passes through the fridge's side walls and shelf boards: the distance shrinks
+    as the arm pushes the object against the outside of the shell beside the goal, and the policy stays
+    there (measured 2026-11-25: `checkpoints/place.md`). With `offset` > 0 and the goal on a receptacle of
+    a hinged container, an object outside the container's footprint (extended `offset` out of its
+    front) is measured to an entry point in front of the opening, straight out from the goal at the
+    goal's height plus `lift`, and from there to the goal: |obj - entry| + |entry - goal|. Inside that
+    footprint, and for every other goal (open surfaces, drawers, which are entered from above), the
+    distance is the straight one. `offset` 0: the straight distance everywhere (habitat).
+    """
+
+    def __init__(self, offset: float, lift: float = 0.05) -> None:
+        self.offset = float(offset)
+        self.lift = float(lift)
+        self.entry: np.ndarray | None = None
+        self.goal = np.zeros(3)
+        self._frame: tuple[np.ndarray, np.ndarray, np.ndarray, float, float] | None = None
+
+    def reset(self, sim: RearrangeSim, goal: Any, receptacle: str | None) -> None:
+        """Set the goal (3,) on `receptacle` (a name in the sim's layout, or None)."""
+        self.goal = np.asarray(goal, dtype=np.float64).copy()
+        self.entry = self._frame = None
+        rec = sim.layout.receptacles.get(receptacle) if receptacle else None
+        if self.offset <= 0.0 or rec is None or rec.container is None:
+            return
+        art = sim.layout.articulated[rec.container]
+        if art.joint_type != "hinge":  # a drawer is entered from above: the straight line is the way in
+            return
+        out = art.opening_outward()
+        side = np.array([-out[1], out[0]])
+        centre = np.asarray(rec.center[:2], dtype=np.float64)
+        c, s = math.cos(rec.yaw), math.sin(rec.yaw)
+        hx, hy = rec.half_extent
+        depth = hx * abs(c * out[0] + s * out[1]) + hy * abs(-s * out[0] + c * out[1])
+        width = hx * abs(c * side[0] + s * side[1]) + hy * abs(-s * side[0] + c * side[1])
+        front = float(centre @ out) + depth + self.offset  # the plane of the entry point, along `out`
+        self._frame = (centre, out, side, front, width)
+        entry_xy = self.goal[:2] + out * (front - float(self.goal[:2] @ out))
+        self.entry = np.array([entry_xy[0], entry_xy[1], self.goal[2] + self.lift])
+
+    def distance(self, point: Any) -> float:
+        """Distance (m) from `point` (3,) to the goal: via the entry point when outside the container."""
+        p = np.asarray(point, dtype=np.float64)
+        straight = float(np.linalg.norm(p - self.goal))
+        if self.entry is None or self._frame is None:
+            return straight
+        centre, out, side, front, width = self._frame
+        inside = float(p[:2] @ out) <= front and abs(float((p[:2] - centre) @ side)) <= width
+        if inside:
+            return straight
+        return float(np.linalg.norm(p - self.entry) + np.linalg.norm(self.entry - self.goal))

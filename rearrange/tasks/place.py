@@ -7,7 +7,8 @@ the goal; place_reward once on releasing within `obj_at_goal_threshold` of the g
 end of the episode for a release elsewhere; contact-force penalty and force termination;
 success_reward when successful. Optional (deviation, `approach_reward` > 0): approach_reward x
 decrease of the geodesic base distance to the navigable points within `approach_reach` of the goal,
-while the object is held, until the first release (`rearrange.tasks.approach`). Optional (deviation,
+while the object is held, until the first release (`rearrange.tasks.approach`); and (`opening_path_offset`
+> 0) the object->goal distance of the dense term measured through a fridge's opening (`OpeningPath`). Optional (deviation,
 `start_grasp`): the held object starts in a varied pose in the gripper (`rearrange.grasp_pose`).
 Success: not holding, object at the goal, ee at rest.
 """
@@ -23,7 +24,7 @@ import numpy as np
 from rearrange.episodes import Episode
 from rearrange.grasp_pose import GraspNoise, perturb_arm, perturb_grasp
 from rearrange.sensors import target_from_episode
-from rearrange.tasks.approach import ApproachShaping, check_approach_cfg
+from rearrange.tasks.approach import ApproachShaping, OpeningPath, check_approach_cfg, check_opening_path_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
 from rearrange.tasks.skill_base import SkillTask, ee_to_rest, holding_object, read_config
@@ -64,6 +65,7 @@ class PlaceTask(SkillTask):
         self.success_cfg = read_config(PlaceSuccess, cfg["success"])
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
+        self.path = OpeningPath(check_opening_path_cfg(cfg["reward"], self.name))
         self.grasp_noise = GraspNoise.from_node(cfg.get("start_grasp"))
         self.target: str | None = None
         self.goal = np.zeros(3)
@@ -85,7 +87,8 @@ class PlaceTask(SkillTask):
         if self.force is not None:
             self.force.reset()
         self.mode = "object"
-        self.dist.reset(self._obj_to_goal(sim))
+        self.path.reset(sim, self.goal, episode.targets[0].goal_receptacle)
+        self.dist.reset(self.path.distance(sim.object_pos(self.target)))
         self.approach.reset(sim, self.goal, episode.targets[0].goal_receptacle)
         if sim.grasped != self.target:
             self.approach.stop()
@@ -118,7 +121,7 @@ class PlaceTask(SkillTask):
             self.dist.reset(None)  # a different distance from now on: no delta this step
             self.mode = mode
         if mode == "object":
-            dist_term = self.dist(obj_to_goal)
+            dist_term = self.dist(self.path.distance(sim.object_pos(self.target)))
             terms["dist"] = dist_term if obj_to_goal >= r.min_dist_to_goal else 0.0
         else:
             terms["dist"] = self.dist(ee_to_rest(sim))
