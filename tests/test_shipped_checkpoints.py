@@ -14,16 +14,21 @@ from rearrange.tasks.skill_tasks import make_skill_task
 from skills.policy import SkillPolicy
 
 SHIPPED = sorted(SHIPPED_CHECKPOINTS.glob("*.pt"))
+NO_BASE = sorted((SHIPPED_CHECKPOINTS / "no_base").glob("*.pt"))  # the ablation without base movement
 
 
 def test_some_policy_is_shipped():
     assert SHIPPED, f"no checkpoints in {SHIPPED_CHECKPOINTS}"
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+@pytest.mark.parametrize("path", SHIPPED + NO_BASE,
+                         ids=[p.stem for p in SHIPPED] + [f"no_base/{p.stem}" for p in NO_BASE])
 def test_shipped_checkpoint_loads_and_steps_in_its_skill_env(path):
     policy = SkillPolicy.from_checkpoint(path)
     assert policy.skill.name == path.stem
+    # the ablation's policies act without the base; every other skill moves it
+    assert policy.skill.base_movement == (path.parent.name != "no_base")
+    assert ("base" in policy.skill.action_subsets) == policy.skill.base_movement
     assert path.stat().st_size < 10 * 2**20  # small enough for git
     episodes = generate_episodes(policy.skill.name, "val", 1, 0)
     env = RearrangeEnv(make_skill_task(policy.config["skill"]), episodes, sim_cfg=policy.config.get("sim"))
