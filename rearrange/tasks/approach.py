@@ -16,6 +16,10 @@ target inside a container (fridge shelf, drawer) and `approach_opening_halfwidth
 only the points straight out of the container's opening (within that half width of the line out of
 it), as the episode generator requires: a base beside the fridge is within 0.8 m of a shelf object
 but cannot reach it through the side wall.
+
+`OpeningPath` does the same for the held object in place (`opening_path_offset` > 0): its distance to a
+goal on a fridge shelf is measured through an entry point in front of the opening, not through the
+shell's walls.
 """
 
 from __future__ import annotations
