@@ -120,8 +120,8 @@ class OpeningPath:
 
     habitat-lab pays place for the decrease of the straight object->goal distance. For a goal on a
     fridge shelf that line passes through the fridge's side walls and shelf boards: the distance shrinks
-    as the arm pushes the object against the outside of the shell beside the goal, and the policy stays
-    there (measured 2026-11-25: `checkpoints/place.md`). With `offset` > 0 and the goal on a receptacle of
+    as the arm pushes the object against the outside of the shell beside the goal (videos of the shipped
+    place's failed fridge-shelf episodes, 2026-11-25: `checkpoints/place.md`, run 9). With `offset` > 0 and the goal on a receptacle of
     a hinged container, an object outside the container's footprint (extended `offset` out of its
     front) is measured to an entry point in front of the opening, straight out from the goal at the
     goal's height plus `lift`, and from there to the goal: |obj - entry| + |entry - goal|. Inside that
