@@ -7,7 +7,9 @@ uniform over the list, plus U{0..extra_steps} more oracle steps. The policy then
 the episode (its remaining steps). What the policy would find hardest to discover by itself, such
 as releasing a held object at the goal, is then seen from the first updates on (the "start from a
 demonstration state" curriculum of Salimans & Chen 2018, with the scripted oracle as the
-demonstrator). An episode the prefix already ended falls back to an ordinary reset.
+demonstrator). An episode the prefix already ended falls back to an ordinary reset, and so does a
+prefix that has not handed over within `max_prefix_steps` (> 0): an oracle that cannot finish its
+first phase (a fixed base outside its stand-off zone) would otherwise play the whole episode first.
 
 Only `train-skill` uses it (`skill.oracle_start` in the skill's yaml; `prob: 0` is off); `eval-skill`
 and `eval-hab` always start from the episode's start. Every episode's final info says how it began
@@ -35,6 +37,7 @@ class OracleStartConfig:
     prob: float
     phases: tuple[str, ...]
     extra_steps: int
+    max_prefix_steps: int = 0  # 0: the prefix may run to the episode's end
 
     @classmethod
     def from_node(cls, node: Mapping[str, Any] | None, skill: str) -> OracleStartConfig:
@@ -55,7 +58,10 @@ class OracleStartConfig:
         extra = int(node.get("extra_steps", 0))
         if extra < 0:
             raise ValueError(f"skill.oracle_start.extra_steps must be >= 0 (got {extra})")
-        return cls(prob=prob, phases=phases, extra_steps=extra)
+        cap = int(node.get("max_prefix_steps", 0))
+        if cap < 0:
+            raise ValueError(f"skill.oracle_start.max_prefix_steps must be >= 0 (0: no cap; got {cap})")
+        return cls(prob=prob, phases=phases, extra_steps=extra, max_prefix_steps=cap)
 
 
 class OracleStartEnv(gymnasium.Wrapper):
@@ -86,8 +92,9 @@ class OracleStartEnv(gymnasium.Wrapper):
         return obs, reward, terminated, truncated, self._mark(info, success=bool(info.get("success", 0.0)))
 
     def _play_oracle(self, base: Any, start: tuple[dict, dict]) -> tuple[dict, dict] | None:
-        """Step the oracle up to its hand-over point; (obs, info) there, or None if the episode ended.
-        `start` is the reset's (obs, info); the oracle's first phase counts as an entry at step 0."""
+        """Step the oracle up to its hand-over point; (obs, info) there, or None if the episode ended or
+        the hand-over did not come within `max_prefix_steps` (when > 0). `start` is the reset's
+        (obs, info); the oracle's first phase counts as an entry at step 0."""
         rng = base.np_random
         entries_left = int(rng.integers(len(self.cfg.phases)))
         extra = int(rng.integers(self.cfg.extra_steps + 1))
@@ -99,7 +106,10 @@ class OracleStartEnv(gymnasium.Wrapper):
             handing = entries_left == 0
             entries_left -= 1
         result: tuple[dict, dict] = start
-        for _ in range(base.task.max_steps - 1):
+        limit = base.task.max_steps - 1
+        if self.cfg.max_prefix_steps > 0:
+            limit = min(limit, self.cfg.max_prefix_steps)
+        for _ in range(limit):
             if handing:
                 if extra == 0:
                     return result

@@ -17,10 +17,11 @@ from skills.train_cli import main as train_skill_main
 from skills.train_cli import make_skill_env
 
 
-def _place_env(prob: float, phases=("lower",), extra_steps: int = 0) -> OracleStartEnv:
+def _place_env(prob: float, phases=("lower",), extra_steps: int = 0, max_prefix_steps: int = 0) -> OracleStartEnv:
     cfg = load_skill_config("place")
     env = RearrangeEnv(make_skill_task(cfg), [episode_from_dict(PLACE_ON_COUNTER)])
-    start = OracleStartConfig(prob=prob, phases=tuple(phases), extra_steps=extra_steps)
+    start = OracleStartConfig(prob=prob, phases=tuple(phases), extra_steps=extra_steps,
+                              max_prefix_steps=max_prefix_steps)
     return OracleStartEnv(env, "place", start, oracle_config())
 
 
@@ -67,6 +68,20 @@ def test_the_oracles_first_phase_counts_as_an_entry_at_step_zero():
         spread.close()
 
 
+def test_a_prefix_past_max_prefix_steps_falls_back_to_an_ordinary_start():
+    """The hand-over in `lower` comes after more than 10 oracle steps (the first test), so a cap of 10
+    gives up and the episode starts at its start; without the cap the same reset hands over."""
+    capped, free = _place_env(1.0, ("lower",), max_prefix_steps=10), _place_env(1.0, ("lower",))
+    try:
+        _, info = capped.reset(seed=0)
+        assert info["oracle_start"] == 0.0 and info["num_steps"] == 0
+        _, info = free.reset(seed=0)
+        assert info["oracle_start"] == 1.0 and info["num_steps"] > 10
+    finally:
+        capped.close()
+        free.close()
+
+
 def test_oracle_start_is_reproducible_and_prob_zero_starts_at_the_episode_start():
     first, second = _place_env(1.0, ("raise", "above", "lower"), 5), _place_env(1.0, ("raise", "above", "lower"), 5)
     try:
@@ -97,6 +112,8 @@ def test_make_skill_env_wraps_only_when_asked(tmp_path):
 @pytest.mark.parametrize("node, key", [({"prob": 1.5, "phases": ["lower"]}, "prob"),
                                        ({"prob": 0.5, "phases": []}, "phases"),
                                        ({"prob": 0.5, "phases": ["lower"], "extra_steps": -1}, "extra_steps"),
+                                       ({"prob": 0.5, "phases": ["lower"], "max_prefix_steps": -1},
+                                        "max_prefix_steps"),
                                        ({"prob": 0.5, "phases": ["descend"]}, "phases")])
 def test_bad_oracle_start_values_are_named(node, key):
     with pytest.raises(ValueError, match=f"skill.oracle_start.{key}"):
