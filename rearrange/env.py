@@ -15,6 +15,7 @@ Registered ids are listed in `ENV_SPECS`; `register_envs()` registers them with 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +32,15 @@ from rearrange.tasks.base import Task, make_explore_task
 
 TARGET_RGBA = (1.0, 0.2, 0.2, 0.6)
 GOAL_RGBA = (0.2, 1.0, 0.2, 0.6)
+
+
+@functools.lru_cache(maxsize=64)
+def cached_layout(seed: int) -> Any:
+    """`generate_layout(seed)`, one object per seed in a process (never modified by its users), so that
+    maps cached per layout (`rearrange.navmap.layout_navmap`, `planning_map`) serve every sim built on it."""
+    from rearrange.layout import generate_layout
+
+    return generate_layout(seed)
 
 
 class RearrangeEnv(gymnasium.Env):
@@ -84,13 +94,12 @@ class RearrangeEnv(gymnasium.Env):
         if key in self._sims:
             self._sims.move_to_end(key)
         else:
-            from rearrange.layout import generate_layout
             from rearrange.sim import RearrangeSim
 
             while len(self._sims) >= self.sim_cache_size:
                 _, old = self._sims.popitem(last=False)
                 old.close()
-            self._sims[key] = RearrangeSim(generate_layout(episode.layout_seed), episode.object_kinds(),
+            self._sims[key] = RearrangeSim(cached_layout(episode.layout_seed), episode.object_kinds(),
                                            self.sim_cfg)
         self.sim = self._sims[key]
         return self.sim

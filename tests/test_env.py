@@ -9,6 +9,8 @@ import pytest
 from rearrange.actions import ACTION_SLICES, action_space, expand_action
 from rearrange.env import ENV_SPECS, RearrangeEnv, make_registered_env, register_envs
 from rearrange.generate import generate_episodes
+from rearrange.layout import generate_layout
+from rearrange.navmap import NavMap
 from rearrange.sensors import SENSORS
 from rearrange.tasks.base import ExploreTask
 
@@ -140,6 +142,22 @@ def test_sim_cache_reuses_sims_per_layout(episodes):
     single.reset()
     assert single.sim is not sim0  # cache of one: rebuilt when the layout changes
     env.close()
+    single.close()
+
+
+def test_sims_rebuilt_on_one_layout_share_its_maps_and_match_fresh_ones(episodes):
+    """A sim rebuilt for a layout seed gets the same layout object and NavMap (built once per process,
+    not at every reset), equal to a map built from scratch; the sim config is a fresh copy each time."""
+    single = RearrangeEnv(ExploreTask(), episodes, episode_order="cycle")
+    single.reset(seed=0)
+    sim0, map0 = single.sim, single.sim.navmap
+    sim0.cfg["physics"]["substeps"] = -1  # a user's change to one sim's config stays in that sim
+    single.reset()
+    single.reset()
+    assert single.sim is not sim0 and single.sim.layout is sim0.layout and single.sim.navmap is map0
+    assert single.sim.cfg["physics"]["substeps"] > 0
+    fresh = NavMap(generate_layout(episodes[0].layout_seed), robot_radius=map0.robot_radius)
+    assert np.array_equal(fresh.free_mask, map0.free_mask)
     single.close()
 
 
