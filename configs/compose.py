@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from hydra import compose as hydra_compose
@@ -29,6 +30,19 @@ def compose(config_name: str, overrides: Sequence[str] = ()) -> DictConfig:
     except (HydraException, OmegaConfBaseException) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"invalid config override: {first_line}") from None
+    return cfg
+
+
+CONFIG_ROOT = Path(__file__).resolve().parent  # the tree ships inside this package
+
+
+def load_config_file(name: str | Path) -> dict:
+    """One yaml of the tree (`sim/default.yaml`, `skill/pick.yaml`, `episodes.yaml`), or a path outside
+    it, as plain containers: the file alone, no Hydra defaults or overrides (callers merge their own)."""
+    path = Path(name)
+    cfg = OmegaConf.to_container(OmegaConf.load(path if path.is_absolute() else CONFIG_ROOT / path), resolve=True)
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"config file {name} is not a mapping")
     return cfg
 
 

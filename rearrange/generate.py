@@ -48,10 +48,9 @@ from rearrange.generate_context import (
 from rearrange.layout import generate_layout, layout_seeds
 from rearrange.objects import BOWL_KINDS, FRUIT_KINDS, OBJECT_KINDS
 
-__all__ = ["CONFIG_PATH", "MOVE_SKILLS", "RECEPTACLE_KINDS", "GenerationError", "check_generator_config", "door_frame",
+__all__ = ["MOVE_SKILLS", "RECEPTACLE_KINDS", "GenerationError", "check_generator_config", "door_frame",
            "generate_episodes", "load_generator_config", "receptacle_kind"]
 
-CONFIG_PATH = Path(__file__).resolve().parent.parent / "configs" / "episodes.yaml"
 MOVE_SKILLS = ("pick", "place", "nav")  # skills whose target receptacle kind is drawn by `skill_targets`
 RECEPTACLE_KINDS = ("surface", "fridge", "drawer")  # open surfaces, fridge shelves, drawers
 
@@ -62,11 +61,9 @@ class GenerationError(RuntimeError):
 
 def load_generator_config(path: str | Path | None = None) -> dict[str, Any]:
     """The generator thresholds (`configs/episodes.yaml`) as a plain dict."""
-    from omegaconf import OmegaConf
+    from configs.compose import load_config_file
 
-    cfg = OmegaConf.to_container(OmegaConf.load(Path(path) if path else CONFIG_PATH), resolve=True)
-    assert isinstance(cfg, dict)
-    return cfg
+    return load_config_file(Path(path).resolve() if path else "episodes.yaml")
 
 
 def receptacle_kind(rec: Receptacle) -> str:

@@ -280,9 +280,6 @@ def head_depth_as(sim: Any, camera: HeadCamera) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1)
 def _default_head_camera() -> Mapping[str, Any]:
-    from pathlib import Path
+    from configs.compose import load_config_file
 
-    from omegaconf import OmegaConf
-
-    path = Path(__file__).resolve().parent.parent / "configs" / "sim" / "default.yaml"
-    return OmegaConf.to_container(OmegaConf.load(path).camera.head, resolve=True)  # type: ignore[return-value]
+    return load_config_file("sim/default.yaml")["camera"]["head"]

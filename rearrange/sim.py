@@ -13,13 +13,13 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import mujoco
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from configs.compose import load_config_file
 from rearrange import robot as robot_mjcf
 from rearrange.apartment import ApartmentLayout, Box
 from rearrange.collision import BaseMotion, ContactForces, ObstacleArrays
@@ -31,7 +31,6 @@ from rearrange.suction import Suction
 if TYPE_CHECKING:
     from rearrange.navmap import NavMap
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sim" / "default.yaml"
 # what a base stall rewinds: the full integration state (bit-exact determinism)
 _STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
 
@@ -57,7 +56,7 @@ def load_sim_config(cfg: Mapping | DictConfig | None = None) -> dict[str, Any]:
         cfg = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     key = json.dumps(cfg, sort_keys=True, default=_json_default)
     if key not in _merged_configs:
-        base = OmegaConf.load(DEFAULT_CONFIG)
+        base = OmegaConf.create(load_config_file("sim/default.yaml"))
         if cfg is not None:
             base = OmegaConf.merge(base, OmegaConf.create(dict(cfg)))
         _merged_configs[key] = OmegaConf.to_container(base, resolve=True)  # type: ignore[assignment]

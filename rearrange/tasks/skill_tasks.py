@@ -8,11 +8,9 @@ function that adds those ids to `rearrange.env.ENV_SPECS` and registers them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
+from configs.compose import load_config_file
 from rearrange.episodes import SKILL_KINDS
 from rearrange.tasks.articulated import ArtObjTask
 from rearrange.tasks.nav import NavTask
@@ -42,8 +40,6 @@ SKILL_ENV_IDS: dict[str, str] = {
     "close_cab": "rearrange/CloseCab-v0",
 }
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
-
 
 def check_skill_name(name: str) -> str:
     """`name` if it is one of the seven skills, else ValueError (one line listing them)."""
@@ -55,7 +51,7 @@ def check_skill_name(name: str) -> str:
 def load_skill_config(name: str) -> dict[str, Any]:
     """`configs/skill/<name>.yaml` as a plain dict (no Hydra composition needed)."""
     check_skill_name(name)
-    return OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "skill" / f"{name}.yaml"), resolve=True)  # type: ignore[return-value]
+    return load_config_file(f"skill/{name}.yaml")
 
 
 def skill_node(cfg: Mapping[str, Any] | None, default_name: str | None = None) -> Mapping[str, Any]:
