@@ -39,7 +39,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -57,6 +57,9 @@ from rearrange.actions import ACTION_DIM, ACTION_SLICES
 from rearrange.sensors import SensorTarget, observe
 from rearrange.tasks.skill_tasks import load_skill_config
 from skills.definitions import SKILL_NAMES, SkillDef, SkillMonitor, get_skill
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 AGENT_TYPES = ("oracle", "tp-srl", "tp-srl-nonav")
 AGENT_MODES = ("replan", "fixed")
@@ -90,9 +93,9 @@ class SkillController(Protocol):
 
     skill: SkillDef
 
-    def start(self, sim: Any, target: SensorTarget, retry: bool = False) -> None: ...
+    def start(self, sim: RearrangeSim, target: SensorTarget, retry: bool = False) -> None: ...
 
-    def act(self, sim: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray: ...
+    def act(self, sim: RearrangeSim, obs: Mapping[str, np.ndarray]) -> np.ndarray: ...
 
 
 class OracleController:
@@ -102,10 +105,10 @@ class OracleController:
         self.skill = skill
         self.oracle = oracle
 
-    def start(self, sim: Any, target: SensorTarget, retry: bool = False) -> None:
+    def start(self, sim: RearrangeSim, target: SensorTarget, retry: bool = False) -> None:
         self.oracle.start(sim, target)  # an oracle acts the same on a retry
 
-    def act(self, sim: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+    def act(self, sim: RearrangeSim, obs: Mapping[str, np.ndarray]) -> np.ndarray:
         return np.asarray(self.oracle.act(sim), dtype=np.float64).reshape(ACTION_DIM)
 
 

@@ -27,9 +27,12 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 EXAMPLES = """examples:
   eval-hab --scenario tidy_house --agent oracle --episodes 20 --split val
@@ -368,7 +371,7 @@ class EpisodeVideo:
         self.writer.abort()
 
 
-def target_marks(sim: Any, task: Any) -> list[tuple[np.ndarray, tuple[float, ...]]]:
+def target_marks(sim: RearrangeSim, task: Any) -> list[tuple[np.ndarray, tuple[float, ...]]]:
     """Marks for every target object (red) and goal (green); the active skill's target is opaque."""
     marks = []
     active = task.sensor_target

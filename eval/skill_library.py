@@ -27,13 +27,16 @@ import os
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rearrange.actions import ACTION_SLICES, expand_action
 from rearrange.sensors import SENSOR_NAMES, SENSORS, HeadCamera, SensorTarget, head_depth_as, sensor_space
 from skills.definitions import SkillDef, get_skill
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 GRIP = ACTION_SLICES["grip"].start
 # the trained skills that ship with the repository: checkpoints/<skill>.pt (found from this file, not the cwd)
@@ -83,13 +86,13 @@ class PolicyController:
         self._deterministic = bool(policy.deterministic)
         self.sample_retries = sample_retries
 
-    def start(self, sim: Any, target: SensorTarget, retry: bool = False) -> None:
+    def start(self, sim: RearrangeSim, target: SensorTarget, retry: bool = False) -> None:
         self.policy.deterministic = self._deterministic and not (retry and self.sample_retries)
         self.policy.reset()
         self.target = target
         self._released = False
 
-    def act(self, sim: Any, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+    def act(self, sim: RearrangeSim, obs: Mapping[str, np.ndarray]) -> np.ndarray:
         if self.own_sensors:
             obs = {**obs, **{k: f(sim, self.target) for k, f in self.own_sensors.items()}}
         full = expand_action(self.skill.action_subsets, self.policy.act(obs))
@@ -205,7 +208,7 @@ class LearnedSkills:
             raise ObservationMismatch(f"skill {skill} ({self.paths[skill]}): {exc}") from None
 
 
-def _head_depth_sensor(camera: HeadCamera, sim: Any, target: SensorTarget) -> np.ndarray:
+def _head_depth_sensor(camera: HeadCamera, sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     return head_depth_as(sim, camera)
 
 

@@ -20,7 +20,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
@@ -29,6 +29,9 @@ from rearrange.actions import action_space, expand_action
 from rearrange.episodes import Episode, load_episodes
 from rearrange.sensors import SensorTarget, camera_settings, observation_space, observe
 from rearrange.tasks.base import Task, make_explore_task
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 TARGET_RGBA = (1.0, 0.2, 0.2, 0.6)
 GOAL_RGBA = (0.2, 1.0, 0.2, 0.6)
@@ -76,7 +79,7 @@ class RearrangeEnv(gymnasium.Env):
         self.observation_space = observation_space(self.task.obs_keys, depth_shape, max_depth)
         self.action_space = action_space(self.task.action_subsets)
         self.sim_cache_size = max(int(sim_cache_size), 1)
-        self.sim: Any = None
+        self.sim: RearrangeSim | None = None  # built at the first reset
         self._sims: OrderedDict[tuple, Any] = OrderedDict()  # (layout seed, object kinds) -> sim, LRU
         self.current_episode: Episode | None = None
         self._episode_cursor = 0
@@ -192,7 +195,7 @@ class RearrangeEnv(gymnasium.Env):
         return info
 
 
-def apply_episode(sim: Any, episode: Episode, rng: np.random.Generator) -> None:
+def apply_episode(sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
     """Put the sim in the episode's start state (objects, joints, robot pose, held object)."""
     objects = {o.name: (np.asarray(o.pos, dtype=np.float64), np.asarray(o.quat, dtype=np.float64))
                for o in episode.objects}
@@ -205,7 +208,7 @@ def apply_episode(sim: Any, episode: Episode, rng: np.random.Generator) -> None:
     sim.reset_state(objects, dict(episode.art_states), xy, yaw, grasped=episode.info.get("start_holding"))
 
 
-def measures(sim: Any, target: SensorTarget) -> dict[str, float]:
+def measures(sim: RearrangeSim, target: SensorTarget) -> dict[str, float]:
     """Every measure of the current state, as floats: contact force, distances, joint states."""
     ee = np.asarray(sim.ee_pos, dtype=np.float64)
     info: dict[str, float] = {

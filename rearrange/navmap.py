@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import ndimage, sparse
 from scipy.sparse import csgraph
 
 from rearrange.apartment import Box
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 _SQRT2 = float(np.sqrt(2.0))
 _PURSUIT_CANDIDATES = 48  # cells nearest the goal whose straight segments path_heading checks
@@ -438,7 +441,7 @@ def layout_navmap(layout: Any, robot_radius: float) -> NavMap:
                        lambda: NavMap(layout, robot_radius=robot_radius))
 
 
-def moving_obstacles(sim: Any, extra: Sequence[Any] = ()) -> tuple[Box, ...]:
+def moving_obstacles(sim: RearrangeSim, extra: Sequence[Any] = ()) -> tuple[Box, ...]:
     """Boxes the sim's static map does not know: `extra` plus the open doors and drawers where they
     are now. Poses are rounded (1 cm, ~0.6 degree) so that maps built from them can be cached."""
     boxes = list(extra) + list(sim.moving_part_boxes())
@@ -446,7 +449,7 @@ def moving_obstacles(sim: Any, extra: Sequence[Any] = ()) -> tuple[Box, ...]:
                      tuple(round(float(v), 3) for v in b.half_size), round(float(b.yaw), 2)) for b in boxes)
 
 
-def planning_map(sim: Any, radius: float | None = None, extra: Sequence[Any] | None = None) -> NavMap:
+def planning_map(sim: RearrangeSim, radius: float | None = None, extra: Sequence[Any] | None = None) -> NavMap:
     """The sim's layout plus `extra` boxes (default: `moving_obstacles(sim)`) inflated by `radius`
     (default: the base radius), cached (least recently used first out); the sim's own map when
     nothing is added."""

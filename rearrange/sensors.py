@@ -13,10 +13,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 SENSOR_NAMES = (
     "head_depth",
@@ -56,30 +59,30 @@ def target_from_episode(episode: Any, index: int = 0) -> SensorTarget:
     return target
 
 
-def _rel_ee(sim: Any, point_world: np.ndarray | None) -> np.ndarray:
+def _rel_ee(sim: RearrangeSim, point_world: np.ndarray | None) -> np.ndarray:
     if point_world is None:
         return np.zeros(3, dtype=np.float32)
     p = np.asarray(point_world, dtype=np.float64)
     return (sim.to_base(p) - sim.ee_pos_base).astype(np.float32)
 
 
-def head_depth(sim: Any, target: SensorTarget) -> np.ndarray:
+def head_depth(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """Head camera depth image (H, W, 1), metres, clipped to [0, max_depth]; rendered or ray-cast
     (`camera.head.backend`), both z-depth along the optical axis."""
     return np.asarray(sim.head_depth(), dtype=np.float32)
 
 
-def joint(sim: Any, target: SensorTarget) -> np.ndarray:
+def joint(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """The 7 arm joint positions (rad)."""
     return np.asarray(sim.arm_qpos, dtype=np.float32)
 
 
-def ee_pos(sim: Any, target: SensorTarget) -> np.ndarray:
+def ee_pos(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """End-effector position in the base frame."""
     return np.asarray(sim.ee_pos_base, dtype=np.float32)
 
 
-def is_holding(sim: Any, target: SensorTarget) -> np.ndarray:
+def is_holding(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """1 if the suction gripper holds anything (an object or a handle marker), else 0.
 
     As habitat's `IsHoldingSensor` (`grasp_mgr.is_grasped` is true for objects and markers), so the
@@ -88,22 +91,22 @@ def is_holding(sim: Any, target: SensorTarget) -> np.ndarray:
     return np.array([0.0 if sim.grasped is None else 1.0], dtype=np.float32)
 
 
-def relative_resting_position(sim: Any, target: SensorTarget) -> np.ndarray:
+def relative_resting_position(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """Resting position minus ee position, base frame."""
     return (np.asarray(sim.resting_pos_base) - np.asarray(sim.ee_pos_base)).astype(np.float32)
 
 
-def obj_start_sensor(sim: Any, target: SensorTarget) -> np.ndarray:
+def obj_start_sensor(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """Target object's current position relative to the ee (base-frame axes)."""
     return _rel_ee(sim, None if target.object is None else sim.object_pos(target.object))
 
 
-def obj_goal_sensor(sim: Any, target: SensorTarget) -> np.ndarray:
+def obj_goal_sensor(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """Target goal position relative to the ee (base-frame axes)."""
     return _rel_ee(sim, target.goal_pos)
 
 
-def goal_to_agent_gps_compass(sim: Any, target: SensorTarget) -> np.ndarray:
+def goal_to_agent_gps_compass(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """(distance, angle) of the navigation goal in the base frame; angle > 0: goal to the left."""
     if target.nav_goal is None:
         return np.zeros(2, dtype=np.float32)
@@ -116,7 +119,7 @@ def goal_to_agent_gps_compass(sim: Any, target: SensorTarget) -> np.ndarray:
 PATH_LOOKAHEAD = 1.0  # m: goal_path_compass points at the shortest path's point about this far ahead
 
 
-def goal_path_compass(sim: Any, target: SensorTarget) -> np.ndarray:
+def goal_path_compass(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """(geodesic distance to the navigation goal, cos, sin of the shortest path's bearing in the base
     frame; bearing > 0: the path leads to the left), on the layout's nav map (`NavMap.path_heading`).
     A map-reading robot's sense of where the way to the goal goes: around furniture and through
@@ -132,12 +135,12 @@ def goal_path_compass(sim: Any, target: SensorTarget) -> np.ndarray:
     return np.array([distance, np.cos(bearing), np.sin(bearing)], dtype=np.float32)
 
 
-def marker_rel_pos(sim: Any, target: SensorTarget) -> np.ndarray:
+def marker_rel_pos(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """Handle marker position relative to the ee (base-frame axes)."""
     return _rel_ee(sim, None if target.handle is None else sim.handle_pos(target.handle))
 
 
-def localization_sensor(sim: Any, target: SensorTarget) -> np.ndarray:
+def localization_sensor(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """Base x, y (world) and yaw."""
     xy = np.asarray(sim.base_xy, dtype=np.float64)
     return np.array([xy[0], xy[1], float(sim.base_yaw)], dtype=np.float32)
@@ -193,7 +196,7 @@ def observation_space(names: Sequence[str], depth_shape: tuple[int, int] = (128,
     return spaces.Dict({n: sensor_space(n, depth_shape, max_depth) for n in names})
 
 
-def observe(sim: Any, target: SensorTarget, names: Sequence[str]) -> dict[str, np.ndarray]:
+def observe(sim: RearrangeSim, target: SensorTarget, names: Sequence[str]) -> dict[str, np.ndarray]:
     """Observation dict of the named sensors."""
     return {n: SENSORS[n](sim, target) for n in names}
 
@@ -270,7 +273,7 @@ class HeadCamera:
         return None
 
 
-def head_depth_as(sim: Any, camera: HeadCamera) -> np.ndarray:
+def head_depth_as(sim: RearrangeSim, camera: HeadCamera) -> np.ndarray:
     """The head_depth observation `camera` would give, from `sim`'s head camera (whose own settings stay
     unchanged); check `camera.unservable_by(...)` against the sim's camera first."""
     if camera.backend == "raycast":
