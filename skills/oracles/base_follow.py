@@ -388,12 +388,12 @@ def wall_between(sim, cands: np.ndarray, target_xy: np.ndarray, step: float = 0.
     doors = [b for b in sim.moving_part_boxes() if float(b.center[2]) + float(b.half_size[2]) > DOOR_MIN_HEIGHT]
     blockers = list(sim.layout.walls) + [b for b in doors if box_distance(b, target)[0] > 0.1]
     n = max(int(np.ceil(float(np.max(np.linalg.norm(cands - target, axis=1), initial=0.0)) / step)), 1)
-    crossed = np.zeros(len(cands), dtype=bool)
-    for t in np.linspace(0.0, 1.0, n + 1):
-        pts = cands + t * (target - cands)
-        for box in blockers:
-            crossed |= in_footprint(box.center, box.half_size, box.yaw, pts)
-    return crossed
+    # every sample of every line at once, (n + 1, N, 2): one footprint test per blocker, not per sample
+    pts = cands[None] + np.linspace(0.0, 1.0, n + 1)[:, None, None] * (target - cands)[None]
+    crossed = np.zeros(pts.shape[:2], dtype=bool).reshape(-1)
+    for box in blockers:
+        crossed |= in_footprint(box.center, box.half_size, box.yaw, pts.reshape(-1, 2))
+    return crossed.reshape(pts.shape[:2]).any(axis=0)
 
 
 def predict_base_pose(sim, action: np.ndarray) -> tuple[np.ndarray, float]:
