@@ -27,6 +27,7 @@ BAD_VALUES = [
     ("trainer.deterministic=yes", "trainer.deterministic", "true or false"),
     ("trainer.deterministic=true", "trainer.deterministic", "sync"),  # needs trainer.mode=sync
     ("trainer.torch_threads=-1", "trainer.torch_threads", ">= 0"),
+    ("trainer.learner_threads=-1", "trainer.learner_threads", ">= 0"),
     ("trainer.device=tpu", "trainer.device", "auto, cpu, cuda"),
     ("trainer.start_method=fork", "trainer.start_method", "forkserver, spawn"),
     ("trainer.worker_timeout_s=0", "trainer.worker_timeout_s", "> 0"),

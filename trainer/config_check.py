@@ -199,6 +199,7 @@ def check_trainer(t: _Node) -> int:
         raise ConfigError(f"trainer.deterministic must be false unless trainer.mode=sync; got true with "
                           f"trainer.mode '{mode}'")
     t.integer("torch_threads", 0)
+    t.integer("learner_threads", 0, optional=True)  # absent in checkpoints older than the key
     device = t.choice("device", DEVICES)
     if device == "cuda":
         import torch

@@ -22,6 +22,7 @@ current update with several), writes a checkpoint and returns with `summary["int
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -30,7 +31,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -258,6 +259,20 @@ def _ddppo_stop_check(counter: RolloutDoneCounter, rollout_index: int, world_siz
     return stop_early
 
 
+@contextlib.contextmanager
+def _torch_threads(threads: int) -> Iterator[None]:
+    """torch's intra-op threads set to `threads` inside the block (unchanged when `threads` <= 0)."""
+    if threads <= 0:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _iterate(run: _Run, index: int, plan: PreemptionPlan | None, previous: Rollout | None,
              done_counter: RolloutDoneCounter, interrupt: _InterruptFlag) -> _Iteration:
     """Collect rollout `index`, learn from it, and agree with the other ranks on totals, plan, episodes."""
@@ -279,7 +294,8 @@ def _iterate(run: _Run, index: int, plan: PreemptionPlan | None, previous: Rollo
     if mode == "ver" and stats.preempted and bool(pcfg.fill_from_previous):
         learn_rollout = fill_from_previous(rollout, previous, run.rows_per_rank)
     t_learn = time.monotonic()
-    learner_stats = run.ppo.update(learn_rollout)
+    with _torch_threads(int(tcfg.get("learner_threads") or 0)):  # the env workers wait meanwhile: their cores are free
+        learner_stats = run.ppo.update(learn_rollout)
     learn_time = time.monotonic() - t_learn
 
     # agree: totals, the next rollout's deadline and the finished episodes of all ranks
