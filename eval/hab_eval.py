@@ -172,17 +172,14 @@ def initial_plans(scenario: str, episodes: Sequence[Any]) -> list:
     """The planner's plan of every episode from its initial state (layouts are generated, no sim)."""
     from planner.predicates import PredicateThresholds, load_planner_cfg
     from planner.problem import build_planner, load_scenario_cfg, problem_from_episode
-    from rearrange.layout import generate_layout
+    from rearrange.layout import cached_layout
 
     planner_cfg = load_planner_cfg()
     thresholds = PredicateThresholds.from_cfg(planner_cfg["predicates"])
     scenario_cfg = load_scenario_cfg(scenario)
-    layouts: dict[int, Any] = {}
     plans = []
     for ep in episodes:
-        if ep.layout_seed not in layouts:
-            layouts[ep.layout_seed] = generate_layout(ep.layout_seed)
-        problem = problem_from_episode(ep, layouts[ep.layout_seed], scenario_cfg, thresholds)
+        problem = problem_from_episode(ep, cached_layout(ep.layout_seed), scenario_cfg, thresholds)
         plans.append(build_planner(problem, planner_cfg).plan())
     return plans
 

@@ -15,7 +15,6 @@ Registered ids are listed in `ENV_SPECS`; `register_envs()` registers them with 
 
 from __future__ import annotations
 
-import functools
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -35,15 +34,6 @@ if TYPE_CHECKING:
 
 TARGET_RGBA = (1.0, 0.2, 0.2, 0.6)
 GOAL_RGBA = (0.2, 1.0, 0.2, 0.6)
-
-
-@functools.lru_cache(maxsize=64)
-def cached_layout(seed: int) -> Any:
-    """`generate_layout(seed)`, one object per seed in a process (never modified by its users), so that
-    maps cached per layout (`rearrange.navmap.layout_navmap`, `planning_map`) serve every sim built on it."""
-    from rearrange.layout import generate_layout
-
-    return generate_layout(seed)
 
 
 class RearrangeEnv(gymnasium.Env):
@@ -97,6 +87,7 @@ class RearrangeEnv(gymnasium.Env):
         if key in self._sims:
             self._sims.move_to_end(key)
         else:
+            from rearrange.layout import cached_layout
             from rearrange.sim import RearrangeSim
 
             while len(self._sims) >= self.sim_cache_size:

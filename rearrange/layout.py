@@ -1,6 +1,7 @@
 """Procedural apartments: rooms, walls, furniture, receptacles and articulated containers from a seed.
 
-Pure data (no MuJoCo). `generate_layout(seed)` is deterministic for any integer seed. The apartment is a
+Pure data (no MuJoCo). `generate_layout(seed)` is deterministic for any integer seed (`cached_layout(seed)`:
+the same, one shared object per seed in a process). The apartment is a
 row of rooms along x (kitchen, dining area, living room, optionally a bedroom) separated by interior
 walls with doorways; room sizes and the amount of extra furniture ("clutter") vary with the seed, so
 scenes differ in size and in simulation cost. All furniture is made of axis-aligned or yawed boxes
@@ -8,6 +9,8 @@ scenes differ in size and in simulation cost. All furniture is made of axis-alig
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -396,6 +399,13 @@ def _clutter(b: Builder, rng: np.random.Generator, rooms: list[Room], count: int
         b.solid(f"{name}_body", rect[0], rect[1], 0.0, rect[2], rect[3], h)
         b.footprint(name, rect, h)
         placed += 1
+
+
+@functools.lru_cache(maxsize=64)
+def cached_layout(seed: int) -> ApartmentLayout:
+    """`generate_layout(seed)`, one object per seed in a process (never modified by its users), so that
+    maps cached per layout (`rearrange.navmap.layout_navmap`, `planning_map`) serve every sim built on it."""
+    return generate_layout(seed)
 
 
 def generate_layout(seed: int) -> ApartmentLayout:
