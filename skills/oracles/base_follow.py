@@ -390,10 +390,11 @@ def wall_between(sim, cands: np.ndarray, target_xy: np.ndarray, step: float = 0.
     n = max(int(np.ceil(float(np.max(np.linalg.norm(cands - target, axis=1), initial=0.0)) / step)), 1)
     # every sample of every line at once, (n + 1, N, 2): one footprint test per blocker, not per sample
     pts = cands[None] + np.linspace(0.0, 1.0, n + 1)[:, None, None] * (target - cands)[None]
-    crossed = np.zeros(pts.shape[:2], dtype=bool).reshape(-1)
+    flat = pts.reshape(-1, 2)
+    crossed = np.zeros(len(flat), dtype=bool)
     for box in blockers:
-        crossed |= in_footprint(box.center, box.half_size, box.yaw, pts.reshape(-1, 2))
-    return crossed.reshape(pts.shape[:2]).any(axis=0)
+        crossed |= in_footprint(box.center, box.half_size, box.yaw, flat)
+    return crossed.reshape(len(pts), len(cands)).any(axis=0)
 
 
 def predict_base_pose(sim, action: np.ndarray) -> tuple[np.ndarray, float]:
