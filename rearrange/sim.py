@@ -42,8 +42,10 @@ def _in_subtree(m: mujoco.MjModel, body: int, root: int) -> bool:
 
 
 # merged configs by their overrides' JSON: an env builds a sim at every reset into another layout, and
-# parsing and merging the yaml took 40-120 ms of a 45-150 ms reset (cProfile of 20 pick resets)
+# parsing and merging the yaml took 40-120 ms of a 45-150 ms reset (cProfile of 20 pick resets); at most
+# _MERGED_CONFIGS_MAX entries, the oldest dropped first (a process uses a handful: eval-hab's mixed cameras)
 _merged_configs: dict[str, dict[str, Any]] = {}
+_MERGED_CONFIGS_MAX = 32
 
 
 def _json_default(value: Any) -> Any:
@@ -56,6 +58,8 @@ def load_sim_config(cfg: Mapping | DictConfig | None = None) -> dict[str, Any]:
         cfg = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     key = json.dumps(cfg, sort_keys=True, default=_json_default)
     if key not in _merged_configs:
+        if len(_merged_configs) >= _MERGED_CONFIGS_MAX:
+            del _merged_configs[next(iter(_merged_configs))]
         base = OmegaConf.create(load_config_file("sim/default.yaml"))
         if cfg is not None:
             base = OmegaConf.merge(base, OmegaConf.create(dict(cfg)))

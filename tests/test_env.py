@@ -161,6 +161,18 @@ def test_sims_rebuilt_on_one_layout_share_its_maps_and_match_fresh_ones(episodes
     single.close()
 
 
+def test_merged_sim_config_cache_stays_bounded_and_correct():
+    """Many distinct sim configs in one process: the cache keeps at most its bound, and a config whose
+    entry was dropped merges again to the same values."""
+    from rearrange import sim as sim_module
+
+    first = sim_module.load_sim_config({"physics": {"substeps": 3}})
+    for n in range(sim_module._MERGED_CONFIGS_MAX + 8):
+        assert sim_module.load_sim_config({"camera": {"head": {"width": 8 + n}}})["camera"]["head"]["width"] == 8 + n
+    assert len(sim_module._merged_configs) <= sim_module._MERGED_CONFIGS_MAX
+    assert sim_module.load_sim_config({"physics": {"substeps": 3}}) == first
+
+
 def test_sensor_geometry():
     """Sensors agree with the sim: holding at place start, gps-compass to the nav goal, handle offset."""
     names = ("joint", "ee_pos", "is_holding", "relative_resting_position", "obj_goal_sensor",
