@@ -7,9 +7,11 @@ point the sensors at its target, and run the skill until its termination predica
 read off the simulator. If they do not hold (the skill failed), RE-PLAN from the observed state, up
 to `agent.max_replans` times (habitat-lab and ManiSkill-HAB only follow fixed plans); with
 `agent.renavigate_after_failure` the re-plan forgets where the robot is (no `robot_at`), so the
-retry starts with a fresh navigation instead of repeating the failed skill from the same spot. When the
-plan is exhausted, the agent first stands still for `agent.settle_steps` steps (habitat's fixed
-policy appends wait(30); a placed fruit may still be rolling), then calls stop if the goal holds
+retry starts with a fresh navigation instead of repeating the failed skill from the same spot; with
+`agent.reset_arm` (habitat-lab's reset_arm skill) the arm is first driven back to its resting joints,
+before retries only (`retries`) or before every skill but the first (`between`, habitat's add_arm_rest).
+When the plan is exhausted, the agent first stands still for `agent.settle_steps` steps (habitat's
+fixed policy appends wait(30); a placed fruit may still be rolling), then calls stop if the goal holds
 (habitat: the high-level policy ends the episode); if the goal does not hold it re-plans too.
 
 Modes (`AGENT_MODES`, config `agent.mode`): the above is `replan`, the default. `fixed` is
@@ -63,6 +65,8 @@ if TYPE_CHECKING:
 
 AGENT_TYPES = ("oracle", "tp-srl", "tp-srl-nonav")
 AGENT_MODES = ("replan", "fixed")
+RESET_ARM_CHOICES = ("never", "retries", "between")
+RESET_ARM_TOLERANCE = 0.05  # rad: habitat's ResetArmSkill ends when every joint is this close to rest
 STOP = ACTION_SLICES["stop"].start
 GRIP = ACTION_SLICES["grip"].start
 # what the termination predicates read (skills.definitions); computed every step for every agent
@@ -198,7 +202,8 @@ class HabAgent:
     def __init__(self, agent_type: str, skills: Callable[[str], SkillController], max_replans: int,
                  planner_cfg: Mapping[str, Any] | None = None, renavigate: bool = False,
                  settle_steps: int = 0, mode: str = "replan",
-                 fixed_renavigate_after: Sequence[str] = ("open_cab",)) -> None:
+                 fixed_renavigate_after: Sequence[str] = ("open_cab",), reset_arm: str = "never",
+                 reset_arm_max_steps: int = 50) -> None:
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
         if mode not in AGENT_MODES:
@@ -212,6 +217,10 @@ class HabAgent:
         self.settle_steps = int(settle_steps)
         self.mode = mode
         self.fixed_renavigate_after = tuple(fixed_renavigate_after)
+        if reset_arm not in RESET_ARM_CHOICES:
+            raise ValueError(f"unknown agent.reset_arm '{reset_arm}'; valid choices: {', '.join(RESET_ARM_CHOICES)}")
+        self.reset_arm = reset_arm
+        self.reset_arm_max_steps = int(reset_arm_max_steps)
 
     def executes(self, call_skill: str) -> bool:
         """Whether this agent runs a skill (nonav drops nav steps)."""
@@ -320,12 +329,14 @@ class HabAgent:
         except CheckpointMissing:
             run.end_reason, run.failed = "no_checkpoint", (call.skill, label)
             return True
+        retry = any(r.label == label for r in run.skill_runs)  # this call ran before in the episode
+        if self._wants_arm_reset(run, retry) and self._reset_arm_to_rest(env, run, observer):
+            return True
         skill = controller.skill
         target = sensor_target(call.target)
         env.task.point_sensors(target, grip_disabled=grip_disabled(skill))
         sim = env.sim
         run.active = (call.skill, label)
-        retry = any(r.label == label for r in run.skill_runs)  # this call ran before in the episode
         controller.start(sim, target, retry=retry)
         keys = tuple(dict.fromkeys((*MONITOR_KEYS, *env.task.obs_keys)))
         obs = observe(sim, target, keys)
@@ -346,6 +357,42 @@ class HabAgent:
             if done:
                 record.outcome = "timeout" if timed_out else "done"
                 return False
+
+    def _wants_arm_reset(self, run: _EpisodeRun, retry: bool) -> bool:
+        """`agent.reset_arm`: before every skill but the episode's first (`between`, habitat's
+        add_arm_rest), before a retried call (`retries`), or `never`."""
+        if self.reset_arm == "between":
+            return any(r.skill != "reset_arm" for r in run.skill_runs)
+        return self.reset_arm == "retries" and retry
+
+    def _reset_arm_to_rest(self, env: Any, run: _EpisodeRun, observer: StepObserver | None) -> bool:
+        """habitat-lab's reset_arm skill: joint-space P control of the arm toward its resting joints
+        (base still, grasp kept) until every joint is within RESET_ARM_TOLERANCE or
+        `reset_arm_max_steps` steps; True if the episode ended meanwhile."""
+        sim = env.sim
+        rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
+        if float(np.max(np.abs(rest - sim.arm_qpos))) < RESET_ARM_TOLERANCE:
+            return False  # already at rest: nothing to run or record
+        label = "reset_arm"
+        run.active = ("reset_arm", label)
+        env.keep_grasp()
+        record = SkillRun(label=label, skill="reset_arm", steps=0, outcome="timeout", effects_hold=True)
+        run.skill_runs.append(record)
+        step_rad = float(sim.cfg["arm"]["delta_per_step"])
+        for _ in range(self.reset_arm_max_steps):
+            error = rest - sim.arm_qpos
+            if float(np.max(np.abs(error))) < RESET_ARM_TOLERANCE:
+                record.outcome = "done"
+                return False
+            action = np.zeros(ACTION_DIM)
+            arm = error / step_rad
+            action[ACTION_SLICES["arm"]] = arm / max(1.0, float(np.max(np.abs(arm))))
+            _, ended = self._step_env(env, action, run, record, observer, label)
+            if ended:
+                return True
+        if float(np.max(np.abs(rest - sim.arm_qpos))) < RESET_ARM_TOLERANCE:
+            record.outcome = "done"
+        return False
 
     def _wait(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, steps: int) -> bool:
         """Stand still (arm, base, grasp unchanged) for `steps` steps so that placed objects come to
@@ -468,7 +515,9 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
     return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]),
                     renavigate=bool(agent_cfg["renavigate_after_failure"]), settle_steps=int(agent_cfg["settle_steps"]),
                     mode=str(agent_cfg.get("mode", "replan")),
-                    fixed_renavigate_after=tuple(agent_cfg.get("fixed_renavigate_after", ("open_cab",))))
+                    fixed_renavigate_after=tuple(agent_cfg.get("fixed_renavigate_after", ("open_cab",))),
+                    reset_arm=str(agent_cfg.get("reset_arm", "never")),
+                    reset_arm_max_steps=int(agent_cfg.get("reset_arm_max_steps", 50)))
 
 
 def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
@@ -480,10 +529,13 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     mode = agent_cfg.get("mode", "replan")
     if mode not in AGENT_MODES:
         raise ConfigError(unknown_choice("agent.mode", str(mode), AGENT_MODES))
-    for key in ("max_replans", "settle_steps"):
-        value = agent_cfg.get(key)
+    for key, default in (("max_replans", None), ("settle_steps", None), ("reset_arm_max_steps", 50)):
+        value = agent_cfg.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
+    reset_arm = agent_cfg.get("reset_arm", "never")
+    if reset_arm not in RESET_ARM_CHOICES:
+        raise ConfigError(unknown_choice("agent.reset_arm", str(reset_arm), RESET_ARM_CHOICES))
     for key in ("deterministic", "sample_retries"):
         if not isinstance(agent_cfg.get(key, False), bool):
             raise ConfigError(f"agent.{key} must be true or false; got {agent_cfg.get(key)!r}")

@@ -11,6 +11,9 @@ from eval.agent import (
     CheckpointMissing,
     HabAgent,
     OracleSkills,
+    SkillRun,
+    _EpisodeRun,
+    check_agent_config,
     make_agent,
     resolve_checkpoints,
     skills_in_plans,
@@ -167,6 +170,78 @@ def test_sampled_skills_sample_while_the_others_act_with_the_mean():
     cfg = {"max_replans": 0, "settle_steps": 0, "deterministic": True, "sampled_skills": ["fly"]}
     with pytest.raises(ConfigError, match="agent.sampled_skills entry.*'fly'"):
         check_agent_config(cfg)
+
+
+class _Flail(_Stall):
+    """An injected failure that first swings two arm joints off rest (0.25 rad), then stalls."""
+
+    def start(self, sim, target, retry=False):
+        self.steps = 0
+
+    def act(self, sim, obs):
+        a = super().act(sim, obs)
+        self.steps += 1
+        if self.steps <= 20:
+            a[2:4] = 1.0
+        return a
+
+
+class _ArmAtStarts(_RecordingStarts):
+    """Records (skill, largest joint distance from rest) at each skill start."""
+
+    def __call__(self, name):
+        controller, starts = self.inner(name), self.starts
+
+        class _Recorded:
+            skill = controller.skill
+
+            def start(self, sim, target, retry=False):
+                starts.append((name, float(np.max(np.abs(sim.arm_qpos - sim.REST_ARM_QPOS)))))
+                controller.start(sim, target, retry=retry)
+
+            def act(self, sim, obs):
+                return controller.act(sim, obs)
+
+        return _Recorded()
+
+
+@pytest.mark.parametrize("reset_arm", ["never", "retries", "between"])
+def test_reset_arm_returns_the_arm_to_rest_before_retries_or_every_skill(reset_arm):
+    """habitat's reset_arm: with `retries` the retried nav starts with the arm back at rest after a
+    failed pick left it 0.25 rad off; with `between` it also runs before every other skill but the
+    first; with `never` the retry starts where the failure left the arm."""
+    env = _env("tidy_house", 900)
+    try:
+        skills = _ArmAtStarts(FirstCallReplaced("pick", lambda oracle: _Flail(oracle.skill)))
+        agent = HabAgent("oracle", skills, max_replans=1, renavigate=True, reset_arm=reset_arm)
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    labels = [r.label for r in out.skill_runs]
+    resets = [r for r in out.skill_runs if r.skill == "reset_arm"]
+    retry_nav = labels.index("nav(obj_0)", 1)
+    if reset_arm == "never":
+        assert not resets and labels[:4] == ["nav(obj_0)", "pick(obj_0)", "nav(obj_0)", "pick(obj_0)"]
+        assert skills.starts[2][1] > 0.2  # the retried nav starts with the arm still swung out
+        return
+    assert labels[retry_nav - 1] == "reset_arm"
+    assert skills.starts[2][1] < 0.05  # the retried nav starts at rest
+    assert all(r.outcome == "done" and 0 < r.steps <= 50 for r in resets)  # none recorded when at rest
+    assert labels[:4] == ["nav(obj_0)", "pick(obj_0)", "reset_arm", "nav(obj_0)"]
+    first_call_done = [SkillRun(label="nav(obj_0)", skill="nav", steps=9, outcome="done", effects_hold=True)]
+    wants = agent._wants_arm_reset(_EpisodeRun("e", skill_runs=first_call_done), retry=False)
+    assert wants == (reset_arm == "between")  # `between` also before a first call of a skill
+    assert not agent._wants_arm_reset(_EpisodeRun("e"), retry=False)  # never before the episode's first
+
+
+def test_reset_arm_setting_is_validated():
+    from configs.compose import ConfigError
+
+    cfg = {"max_replans": 0, "settle_steps": 0, "deterministic": True, "reset_arm": "always"}
+    with pytest.raises(ConfigError, match="agent.reset_arm.*never, retries, between"):
+        check_agent_config(cfg)
+    with pytest.raises(ConfigError, match="agent.reset_arm_max_steps must be an integer >= 0"):
+        check_agent_config({**cfg, "reset_arm": "retries", "reset_arm_max_steps": -1})
 
 
 def test_failure_is_recorded_when_replans_are_exhausted():
