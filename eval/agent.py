@@ -203,7 +203,7 @@ class HabAgent:
                  planner_cfg: Mapping[str, Any] | None = None, renavigate: bool = False,
                  settle_steps: int = 0, mode: str = "replan",
                  fixed_renavigate_after: Sequence[str] = ("open_cab",), reset_arm: str = "never",
-                 reset_arm_max_steps: int = 50) -> None:
+                 reset_arm_max_steps: int = 50, retry_backoff: float = 0.0) -> None:
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
         if mode not in AGENT_MODES:
@@ -221,6 +221,7 @@ class HabAgent:
             raise ValueError(f"unknown agent.reset_arm '{reset_arm}'; valid choices: {', '.join(RESET_ARM_CHOICES)}")
         self.reset_arm = reset_arm
         self.reset_arm_max_steps = int(reset_arm_max_steps)
+        self.retry_backoff = float(retry_backoff)
 
     def executes(self, call_skill: str) -> bool:
         """Whether this agent runs a skill (nonav drops nav steps)."""
@@ -332,6 +333,8 @@ class HabAgent:
         retry = any(r.label == label for r in run.skill_runs)  # this call ran before in the episode
         if self._wants_arm_reset(run, retry) and self._reset_arm_to_rest(env, run, observer):
             return True
+        if self._wants_backoff(run, retry) and self._back_off(env, run, observer):
+            return True
         skill = controller.skill
         target = sensor_target(call.target)
         env.task.point_sensors(target, grip_disabled=grip_disabled(skill))
@@ -392,6 +395,36 @@ class HabAgent:
                 return True
         if float(np.max(np.abs(rest - sim.arm_qpos))) < RESET_ARM_TOLERANCE:
             record.outcome = "done"
+        return False
+
+    def _wants_backoff(self, run: _EpisodeRun, retry: bool) -> bool:
+        """`agent.retry_backoff` > 0: before a retried call, unless it follows the nav that just
+        approached for it (an arm reset in between does not count)."""
+        if not retry or self.retry_backoff <= 0:
+            return False
+        before = [r.skill for r in run.skill_runs if r.skill != "reset_arm"]
+        return not before or before[-1] != "nav"
+
+    def _back_off(self, env: Any, run: _EpisodeRun, observer: StepObserver | None) -> bool:
+        """Before a retry (not right after a nav): drive straight back `retry_backoff` metres (full
+        reverse command, arm still, grasp kept; stops early when the base is blocked), so the retry
+        does not start from the pose the failed call got stuck in. True if the episode ended."""
+        sim = env.sim
+        label = "back_off"
+        run.active = ("back_off", label)
+        env.keep_grasp()
+        record = SkillRun(label=label, skill="back_off", steps=0, outcome="done", effects_hold=True)
+        run.skill_runs.append(record)
+        start = np.asarray(sim.base_xy, dtype=np.float64).copy()
+        action = np.zeros(ACTION_DIM)
+        action[ACTION_SLICES["base"].start] = -1.0
+        max_steps = int(np.ceil(self.retry_backoff / float(sim.cfg["base"]["max_lin_per_step"]))) + 2
+        for _ in range(max_steps):
+            if float(np.linalg.norm(np.asarray(sim.base_xy) - start)) >= self.retry_backoff or sim.base_collided:
+                break
+            _, ended = self._step_env(env, action, run, record, observer, label)
+            if ended:
+                return True
         return False
 
     def _wait(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, steps: int) -> bool:
@@ -517,7 +550,8 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
                     mode=str(agent_cfg.get("mode", "replan")),
                     fixed_renavigate_after=tuple(agent_cfg.get("fixed_renavigate_after", ("open_cab",))),
                     reset_arm=str(agent_cfg.get("reset_arm", "never")),
-                    reset_arm_max_steps=int(agent_cfg.get("reset_arm_max_steps", 50)))
+                    reset_arm_max_steps=int(agent_cfg.get("reset_arm_max_steps", 50)),
+                    retry_backoff=float(agent_cfg.get("retry_backoff", 0.0)))
 
 
 def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
@@ -533,6 +567,9 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
         value = agent_cfg.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
+    backoff = agent_cfg.get("retry_backoff", 0.0)
+    if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not 0.0 <= backoff <= 2.0:
+        raise ConfigError(f"agent.retry_backoff must be a number of metres in [0, 2]; got {backoff!r}")
     reset_arm = agent_cfg.get("reset_arm", "never")
     if reset_arm not in RESET_ARM_CHOICES:
         raise ConfigError(unknown_choice("agent.reset_arm", str(reset_arm), RESET_ARM_CHOICES))

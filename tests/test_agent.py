@@ -234,6 +234,36 @@ def test_reset_arm_returns_the_arm_to_rest_before_retries_or_every_skill(reset_a
     assert not agent._wants_arm_reset(_EpisodeRun("e"), retry=False)  # never before the episode's first
 
 
+@pytest.mark.parametrize("backoff", [0.0, 0.5])
+def test_retry_backoff_drives_back_before_the_retried_nav_only(backoff):
+    """With agent.retry_backoff the retried nav starts `backoff` metres behind where the failed pick
+    stood (before the re-plan's nav, not between that nav and the retried pick); 0 leaves it off."""
+    env = _env("tidy_house", 1200)
+    try:
+        skills = _RecordingStarts(FirstCallReplaced("pick", lambda oracle: _Stall(oracle.skill)))
+        agent = HabAgent("oracle", skills, max_replans=1, renavigate=True, retry_backoff=backoff)
+        poses = []
+        original = agent._run_skill
+
+        def run_skill(env_, call, run, observer):
+            poses.append(np.asarray(env_.sim.base_xy, dtype=np.float64).copy())
+            return original(env_, call, run, observer)
+
+        agent._run_skill = run_skill
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    labels = [r.label for r in out.skill_runs]
+    if backoff == 0.0:
+        assert "back_off" not in labels
+        return
+    assert labels[:5] == ["nav(obj_0)", "pick(obj_0)", "back_off", "nav(obj_0)", "pick(obj_0)"]
+    record = out.skill_runs[2]
+    moved = float(np.linalg.norm(poses[2] - poses[1]))  # stall: the failed pick did not move the base
+    assert 0 < record.steps <= 9
+    assert moved > 0.3 or record.steps < 8  # drove back, unless the base was blocked
+
+
 def test_reset_arm_setting_is_validated():
     from configs.compose import ConfigError
 
@@ -242,6 +272,8 @@ def test_reset_arm_setting_is_validated():
         check_agent_config(cfg)
     with pytest.raises(ConfigError, match="agent.reset_arm_max_steps must be an integer >= 0"):
         check_agent_config({**cfg, "reset_arm": "retries", "reset_arm_max_steps": -1})
+    with pytest.raises(ConfigError, match=r"agent.retry_backoff must be a number of metres in \[0, 2\]"):
+        check_agent_config({**cfg, "reset_arm": "retries", "retry_backoff": 3})
 
 
 def test_failure_is_recorded_when_replans_are_exhausted():
