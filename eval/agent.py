@@ -398,12 +398,13 @@ class HabAgent:
         return False
 
     def _wants_backoff(self, run: _EpisodeRun, retry: bool) -> bool:
-        """`agent.retry_backoff` > 0: before a retried call, unless it follows the nav that just
-        approached for it (an arm reset in between does not count)."""
+        """`agent.retry_backoff` > 0: before a retried call, unless it follows a nav that arrived
+        (the approach for this retry; an arm reset in between does not count). A nav that failed
+        does not count either: its retry backs off too."""
         if not retry or self.retry_backoff <= 0:
             return False
-        before = [r.skill for r in run.skill_runs if r.skill != "reset_arm"]
-        return not before or before[-1] != "nav"
+        before = [r for r in run.skill_runs if r.skill != "reset_arm"]
+        return not before or not (before[-1].skill == "nav" and before[-1].effects_hold)
 
     def _back_off(self, env: Any, run: _EpisodeRun, observer: StepObserver | None) -> bool:
         """Before a retry (not right after a nav): drive straight back `retry_backoff` metres (full
@@ -420,11 +421,11 @@ class HabAgent:
         action[ACTION_SLICES["base"].start] = -1.0
         max_steps = int(np.ceil(self.retry_backoff / float(sim.cfg["base"]["max_lin_per_step"]))) + 2
         for _ in range(max_steps):
-            if float(np.linalg.norm(np.asarray(sim.base_xy) - start)) >= self.retry_backoff or sim.base_collided:
-                break
             _, ended = self._step_env(env, action, run, record, observer, label)
             if ended:
                 return True
+            if float(np.linalg.norm(np.asarray(sim.base_xy) - start)) >= self.retry_backoff or sim.base_collided:
+                break
         return False
 
     def _wait(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, steps: int) -> bool:
