@@ -9,9 +9,10 @@ to `agent.max_replans` times (habitat-lab and ManiSkill-HAB only follow fixed pl
 `agent.renavigate_after_failure` the re-plan forgets where the robot is (no `robot_at`), so the
 retry starts with a fresh navigation instead of repeating the failed skill from the same spot; with
 `agent.reset_arm` (habitat-lab's reset_arm skill) the arm is first driven back to its resting joints,
-before retries only (`retries`) or before every skill but the first (`between`, habitat's add_arm_rest).
-When the plan is exhausted, the agent first stands still for `agent.settle_steps` steps (habitat's
-fixed policy appends wait(30); a placed fruit may still be rolling), then calls stop if the goal holds
+before retries only (`retries`) or before every skill but the first (`between`, habitat's add_arm_rest),
+and with `agent.retry_backoff` a retry backs the base away first (ours). When the plan is exhausted,
+the agent first stands still for `agent.settle_steps` steps (habitat's fixed policy appends wait(30);
+a placed fruit may still be rolling), then calls stop if the goal holds
 (habitat: the high-level policy ends the episode); if the goal does not hold it re-plans too.
 
 Modes (`AGENT_MODES`, config `agent.mode`): the above is `replan`, the default. `fixed` is
@@ -385,8 +386,7 @@ class HabAgent:
         for _ in range(self.reset_arm_max_steps):
             error = rest - sim.arm_qpos
             if float(np.max(np.abs(error))) < RESET_ARM_TOLERANCE:
-                record.outcome = "done"
-                return False
+                break
             action = np.zeros(ACTION_DIM)
             arm = error / step_rad
             action[ACTION_SLICES["arm"]] = arm / max(1.0, float(np.max(np.abs(arm))))
