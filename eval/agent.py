@@ -85,6 +85,11 @@ def sensor_target(target: SkillTarget) -> SensorTarget:
     )
 
 
+def arm_rest_error(sim: RearrangeSim) -> float:
+    """The largest joint distance (rad) of the arm from its resting joints."""
+    return float(np.max(np.abs(np.asarray(sim.REST_ARM_QPOS, dtype=np.float64) - sim.arm_qpos)))
+
+
 def call_label(call: SkillCall) -> str:
     """`skill(arg, ...)`, e.g. `pick(obj_3)`, for logs, videos and failure records."""
     return f"{call.skill}({', '.join(call.args)})"
@@ -374,27 +379,21 @@ class HabAgent:
         (base still, grasp kept) until every joint is within RESET_ARM_TOLERANCE or
         `reset_arm_max_steps` steps; True if the episode ended meanwhile."""
         sim = env.sim
-        rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
-        if float(np.max(np.abs(rest - sim.arm_qpos))) < RESET_ARM_TOLERANCE:
+        if arm_rest_error(sim) < RESET_ARM_TOLERANCE:
             return False  # already at rest: nothing to run or record
-        label = "reset_arm"
-        run.active = ("reset_arm", label)
-        env.keep_grasp()
-        record = SkillRun(label=label, skill="reset_arm", steps=0, outcome="timeout", effects_hold=True)
-        run.skill_runs.append(record)
+        record = self._begin_primitive(env, run, "reset_arm", "reset_arm")
+        rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
         step_rad = float(sim.cfg["arm"]["delta_per_step"])
         for _ in range(self.reset_arm_max_steps):
-            error = rest - sim.arm_qpos
-            if float(np.max(np.abs(error))) < RESET_ARM_TOLERANCE:
+            if arm_rest_error(sim) < RESET_ARM_TOLERANCE:
                 break
             action = np.zeros(ACTION_DIM)
-            arm = error / step_rad
+            arm = (rest - sim.arm_qpos) / step_rad
             action[ACTION_SLICES["arm"]] = arm / max(1.0, float(np.max(np.abs(arm))))
-            _, ended = self._step_env(env, action, run, record, observer, label)
+            _, ended = self._step_env(env, action, run, record, observer, record.label)
             if ended:
                 return True
-        if float(np.max(np.abs(rest - sim.arm_qpos))) < RESET_ARM_TOLERANCE:
-            record.outcome = "done"
+        record.outcome = "done" if arm_rest_error(sim) < RESET_ARM_TOLERANCE else "timeout"
         return False
 
     def _wants_backoff(self, run: _EpisodeRun, retry: bool) -> bool:
@@ -411,17 +410,13 @@ class HabAgent:
         reverse command, arm still, grasp kept; stops early when the base is blocked), so the retry
         does not start from the pose the failed call got stuck in. True if the episode ended."""
         sim = env.sim
-        label = "back_off"
-        run.active = ("back_off", label)
-        env.keep_grasp()
-        record = SkillRun(label=label, skill="back_off", steps=0, outcome="done", effects_hold=True)
-        run.skill_runs.append(record)
+        record = self._begin_primitive(env, run, "back_off", "back_off")
         start = np.asarray(sim.base_xy, dtype=np.float64).copy()
         action = np.zeros(ACTION_DIM)
         action[ACTION_SLICES["base"].start] = -1.0
         max_steps = int(np.ceil(self.retry_backoff / float(sim.cfg["base"]["max_lin_per_step"]))) + 2
         for _ in range(max_steps):
-            _, ended = self._step_env(env, action, run, record, observer, label)
+            _, ended = self._step_env(env, action, run, record, observer, record.label)
             if ended:
                 return True
             if float(np.linalg.norm(np.asarray(sim.base_xy) - start)) >= self.retry_backoff or sim.base_collided:
@@ -432,16 +427,22 @@ class HabAgent:
         """Stand still (arm, base, grasp unchanged) for `steps` steps so that placed objects come to
         rest before the goal is checked (habitat's fixed policy appends wait(30)); True if the
         episode ended meanwhile."""
-        label = f"wait({steps})"
-        run.active = ("wait", label)
-        env.keep_grasp()
-        record = SkillRun(label=label, skill="wait", steps=0, outcome="done", effects_hold=True)
-        run.skill_runs.append(record)
+        record = self._begin_primitive(env, run, "wait", f"wait({steps})")
         for _ in range(steps):
-            _, ended = self._step_env(env, np.zeros(ACTION_DIM), run, record, observer, label)
+            _, ended = self._step_env(env, np.zeros(ACTION_DIM), run, record, observer, record.label)
             if ended:
                 return True
         return False
+
+    @staticmethod
+    def _begin_primitive(env: Any, run: _EpisodeRun, skill: str, label: str) -> SkillRun:
+        """Start a scripted step of the agent (wait, reset_arm, back_off): the active call, the grasp
+        kept as it is, and its record (outcome "done" until it says otherwise)."""
+        run.active = (skill, label)
+        env.keep_grasp()
+        record = SkillRun(label=label, skill=skill, steps=0, outcome="done", effects_hold=True)
+        run.skill_runs.append(record)
+        return record
 
     @staticmethod
     def _step_env(env: Any, action: np.ndarray, run: _EpisodeRun, record: SkillRun,

@@ -26,6 +26,7 @@ import numpy as np
 
 from rearrange.actions import action_space, expand_action
 from rearrange.episodes import Episode, load_episodes
+from rearrange.layout import cached_layout
 from rearrange.sensors import SensorTarget, camera_settings, observation_space, observe
 from rearrange.tasks.base import Task, make_explore_task
 
@@ -87,7 +88,6 @@ class RearrangeEnv(gymnasium.Env):
         if key in self._sims:
             self._sims.move_to_end(key)
         else:
-            from rearrange.layout import cached_layout
             from rearrange.sim import RearrangeSim
 
             while len(self._sims) >= self.sim_cache_size:
