@@ -10,7 +10,9 @@ to `agent.max_replans` times (habitat-lab and ManiSkill-HAB only follow fixed pl
 retry starts with a fresh navigation instead of repeating the failed skill from the same spot; with
 `agent.reset_arm` (habitat-lab's reset_arm skill) the arm is first driven back to its resting joints,
 before retries only (`retries`) or before every skill but the first (`between`, habitat's add_arm_rest),
-and with `agent.retry_backoff` a retry backs the base away first (ours). When the plan is exhausted,
+and with `agent.retry_backoff` a retry backs the base away first (ours); with `agent.release_guard` a
+place may not let go of its object far from the goal (ours: a dropped object often lands where no pick
+reaches it). When the plan is exhausted,
 the agent first stands still for `agent.settle_steps` steps (habitat's fixed policy appends wait(30);
 a placed fruit may still be rolling), then calls stop if the goal holds
 (habitat: the high-level policy ends the episode); if the goal does not hold it re-plans too.
@@ -160,6 +162,7 @@ class SkillRun:
     steps: int
     outcome: str  # "done" | "timeout" | "episode_end"
     effects_hold: bool
+    blocked_releases: int = 0  # steps whose release the agent turned into a hold (`agent.release_guard`)
 
 
 @dataclass
@@ -191,6 +194,7 @@ class EpisodeOutcome:
         d = self.to_record().to_dict()
         d.update({"failed_call": None if self.success else self.failed_call, "end_reason": self.end_reason,
                   "skill_calls": [f"{r.label}:{r.outcome}:{r.steps}{'' if r.effects_hold else ':failed'}"
+                                  f"{f':held{r.blocked_releases}' if r.blocked_releases else ''}"
                                   for r in self.skill_runs]})
         return d
 
@@ -209,7 +213,7 @@ class HabAgent:
                  planner_cfg: Mapping[str, Any] | None = None, renavigate: bool = False,
                  settle_steps: int = 0, mode: str = "replan",
                  fixed_renavigate_after: Sequence[str] = ("open_cab",), reset_arm: str = "never",
-                 reset_arm_max_steps: int = 50, retry_backoff: float = 0.0) -> None:
+                 reset_arm_max_steps: int = 50, retry_backoff: float = 0.0, release_guard: float = 0.0) -> None:
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
         if mode not in AGENT_MODES:
@@ -228,6 +232,10 @@ class HabAgent:
         self.reset_arm = reset_arm
         self.reset_arm_max_steps = int(reset_arm_max_steps)
         self.retry_backoff = float(retry_backoff)
+        self.release_guard = float(release_guard) if mode == "replan" else 0.0  # fixed: habitat's, unguarded
+        # called as `on_skill_start(env, call, retry)` just before a skill call's first step (after its
+        # arm reset and back-off), e.g. to save the states a skill starts from (eval/skill_starts.py)
+        self.on_skill_start: Callable[[Any, SkillCall, bool], None] | None = None
 
     def executes(self, call_skill: str) -> bool:
         """Whether this agent runs a skill (nonav drops nav steps)."""
@@ -345,6 +353,8 @@ class HabAgent:
         target = sensor_target(call.target)
         env.task.point_sensors(target, grip_disabled=grip_disabled(skill))
         sim = env.sim
+        if self.on_skill_start is not None:
+            self.on_skill_start(env, call, retry)
         run.active = (call.skill, label)
         controller.start(sim, target, retry=retry)
         keys = tuple(dict.fromkeys((*MONITOR_KEYS, *env.task.obs_keys)))
@@ -357,6 +367,9 @@ class HabAgent:
             full = controller.act(sim, obs)
             skill_action = full.copy()
             full[STOP] = 0.0  # a skill's stop ends the skill, never the episode
+            if self._blocks_release(call, sim, full):
+                full[GRIP] = 1.0  # keep holding
+                record.blocked_releases += 1
             env_obs, ended = self._step_env(env, full, run, record, observer, label)
             if ended:
                 return True
@@ -366,6 +379,17 @@ class HabAgent:
             if done:
                 record.outcome = "timeout" if timed_out else "done"
                 return False
+
+    def _blocks_release(self, call: SkillCall, sim: RearrangeSim, action: np.ndarray) -> bool:
+        """`agent.release_guard`: a place call's release of its object further than that from the goal is
+        turned into a hold (the object would fall where no pick reaches it; the call goes on, or times out
+        and is retried, still holding)."""
+        if self.release_guard <= 0.0 or call.skill != "place" or action[GRIP] >= 0.0:
+            return False
+        obj, goal = call.target.object, call.target.goal_pos
+        if obj is None or goal is None or sim.grasped != obj:
+            return False
+        return float(np.linalg.norm(np.asarray(sim.object_pos(obj)) - np.asarray(goal, dtype=np.float64))) > self.release_guard
 
     def _wants_arm_reset(self, run: _EpisodeRun, retry: bool) -> bool:
         """`agent.reset_arm`: before every skill but the episode's first (`between`, habitat's
@@ -553,7 +577,8 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
                     fixed_renavigate_after=tuple(agent_cfg.get("fixed_renavigate_after", ("open_cab",))),
                     reset_arm=str(agent_cfg.get("reset_arm", "never")),
                     reset_arm_max_steps=int(agent_cfg.get("reset_arm_max_steps", 50)),
-                    retry_backoff=float(agent_cfg.get("retry_backoff", 0.0)))
+                    retry_backoff=float(agent_cfg.get("retry_backoff", 0.0)),
+                    release_guard=float(agent_cfg.get("release_guard", 0.0)))
 
 
 def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
@@ -572,6 +597,9 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     backoff = agent_cfg.get("retry_backoff", 0.0)
     if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not 0.0 <= backoff <= 2.0:
         raise ConfigError(f"agent.retry_backoff must be a number of metres in [0, 2]; got {backoff!r}")
+    guard = agent_cfg.get("release_guard", 0.0)
+    if isinstance(guard, bool) or not isinstance(guard, (int, float)) or not 0.0 <= guard <= 2.0:
+        raise ConfigError(f"agent.release_guard must be a number of metres in [0, 2] (0: off); got {guard!r}")
     reset_arm = agent_cfg.get("reset_arm", "never")
     if reset_arm not in RESET_ARM_CHOICES:
         raise ConfigError(unknown_choice("agent.reset_arm", str(reset_arm), RESET_ARM_CHOICES))

@@ -25,7 +25,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,7 @@ EXAMPLES = """examples:
   eval-hab --scenario set_table --agent tp-srl agent.checkpoints.pick=ckpts/pick.pt --checkpoint-dir ckpts
   eval-hab --scenario tidy_house --agent tp-srl 'agent.oracle_skills=[nav,place]'   # learned pick only
   eval-hab --scenario tidy_house --agent tp-srl --mode fixed agent.reset_arm=between   # habitat's add_arm_rest
+  eval-hab --scenario set_table --agent tp-srl agent.release_guard=0   # let a place drop its object anywhere
 
 checkpoints of the learned agents (tp-srl, tp-srl-nonav), per skill: agent.checkpoints.<skill>=PATH (a .pt
 file or a train-skill run folder), else from --checkpoint-dir DIR: DIR/<skill>.pt or the newest
@@ -188,9 +189,11 @@ def initial_plans(scenario: str, episodes: Sequence[Any]) -> list:
 def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mapping[str, Any], *, seed: int = 0,
              split: str = "val", checkpoint_dir: str | os.PathLike | None = None,
              video_dir: str | os.PathLike | None = None, progress: bool = True,
-             indices: Sequence[int] | None = None) -> dict[str, Any]:
+             indices: Sequence[int] | None = None,
+             on_skill_start: Callable[[Any, Any, bool], None] | None = None) -> dict[str, Any]:
     """Run the agent on every episode, or on those of `indices` (each seeded by its index, so it acts as
-    in the full run); returns the results dict (see the module docstring)."""
+    in the full run); returns the results dict (see the module docstring). `on_skill_start(env, call,
+    retry)` is called before each skill call's first step (`HabAgent.on_skill_start`)."""
     from tqdm import tqdm
 
     from eval.agent import make_agent, skills_in_plans
@@ -220,6 +223,7 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
                 with contextlib.suppress(CheckpointMissing):
                     checkpoints.update(resolve_checkpoints([skill], cfg["agent"]["checkpoints"], checkpoint_dir))
     agent = make_agent(agent_type, cfg["agent"], checkpoints)
+    agent.on_skill_start = on_skill_start
     if agent_type != "oracle":
         try:
             # the needed skills first (the env's camera follows the first loaded on a tie), then the rest

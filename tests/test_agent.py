@@ -274,6 +274,46 @@ def test_reset_arm_setting_is_validated():
         check_agent_config({**cfg, "reset_arm": "retries", "reset_arm_max_steps": -1})
     with pytest.raises(ConfigError, match=r"agent.retry_backoff must be a number of metres in \[0, 2\]"):
         check_agent_config({**cfg, "reset_arm": "retries", "retry_backoff": 3})
+    with pytest.raises(ConfigError, match=r"agent.release_guard must be a number of metres in \[0, 2\]"):
+        check_agent_config({**cfg, "reset_arm": "retries", "release_guard": -0.1})
+
+
+class _ReleaseAtOnce:
+    """A place that lets go on its first step, wherever the object is: an injected wrong drop."""
+
+    def __init__(self, skill):
+        self.skill = skill
+
+    def start(self, sim, target, retry=False):
+        pass
+
+    def act(self, sim, obs):
+        a = np.zeros(11)
+        a[7] = -1.0
+        return a
+
+
+@pytest.mark.parametrize("guard", [0.0, 0.25])
+def test_release_guard_turns_a_release_far_from_the_goal_into_a_hold(guard):
+    """A place that releases at once, away from the goal, drops the object; with agent.release_guard the
+    agent keeps the object held instead, every step of the call."""
+    env = _env("tidy_house", 1400)
+    try:
+        agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: _ReleaseAtOnce(oracle.skill)),
+                         max_replans=0, release_guard=guard)
+        out = agent.run_episode(env, 0)
+        held = env.sim.grasped
+    finally:
+        env.close()
+    place = next(r for r in out.skill_runs if r.skill == "place")
+    assert not place.effects_hold and out.end_reason == "replans_exhausted"
+    if guard == 0.0:
+        assert place.blocked_releases == 0 and place.outcome == "done" and held is None
+    else:
+        assert place.blocked_releases == place.steps and place.outcome == "timeout" and held == "obj_0"
+        assert f":held{place.steps}" in out.to_dict()["skill_calls"][3]
+    # habitat's fixed plan is never guarded
+    assert HabAgent("oracle", OracleSkills(), max_replans=0, mode="fixed", release_guard=0.25).release_guard == 0.0
 
 
 def test_failure_is_recorded_when_replans_are_exhausted():

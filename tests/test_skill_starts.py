@@ -1,0 +1,132 @@
+"""Skill starts saved from inside a HAB task replay that state as the skill's own episodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from agent_doubles import FirstCallReplaced
+
+from eval.agent import HabAgent
+from eval.skill_starts import MOVED, StartRecorder, main
+from rearrange.env import RearrangeEnv, make_registered_env
+from rearrange.generate import generate_episodes
+from rearrange.tasks.hab import HabTask, load_hab_config
+
+
+class _Stall:
+    """A skill that does nothing until its timeout (suction off): an injected failure."""
+
+    def __init__(self, skill):
+        self.skill = skill
+
+    def start(self, sim, target, retry=False):
+        pass
+
+    def act(self, sim, obs):
+        a = np.zeros(11)
+        a[7] = -1.0
+        return a
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    """Tidy House val 0 with the oracles, the first pick stalled: starts of pick and place calls."""
+    cfg = load_hab_config(["hab_task.max_steps=1400"])
+    env = RearrangeEnv(HabTask("tidy_house", cfg, obs_keys=()), generate_episodes("tidy_house", "val", 1, 0),
+                       episode_order="cycle")
+    picks = StartRecorder("pick", "train", "p", max_object_shift=0.1)
+    places = StartRecorder("place", "train", "q", max_object_shift=0.1)
+    agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: _Stall(oracle.skill)), max_replans=2)
+    agent.on_skill_start = lambda e, call, retry: (picks(e, call, retry), places(e, call, retry))
+    try:
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    return out, picks, places
+
+
+def test_every_pick_and_place_call_start_is_recorded_with_its_retry_flag(recorded):
+    out, picks, places = recorded
+    pick_calls = [r for r in out.skill_runs if r.skill == "pick"]
+    assert len(picks.episodes) == len(pick_calls) >= 2
+    assert [e.info["retry"] for e in picks.episodes[:2]] == [False, True]  # the stalled call, then its retry
+    assert len(places.episodes) == sum(r.skill == "place" for r in out.skill_runs) >= 1
+    assert all(e.kind == "pick" and e.split == "train" for e in picks.episodes)
+    assert [e.episode_id for e in picks.episodes[:2]] == ["p_0", "p_1"]
+
+
+def test_a_pick_start_replays_the_recorded_state(recorded):
+    _, picks, _ = recorded
+    episode = picks.episodes[1]  # the retry: the robot stands where the stalled call left it
+    env = make_registered_env("rearrange/Pick-v0", episodes=[episode])
+    try:
+        env.reset(seed=0, options={"episode_index": 0})
+        sim = env.sim
+        for o in episode.objects:
+            np.testing.assert_allclose(sim.object_pos(o.name), o.pos, atol=1e-6)
+        np.testing.assert_allclose(sim.base_xy, episode.robot_start["xy"], atol=1e-6)
+        assert sim.base_yaw == pytest.approx(episode.robot_start["yaw"], abs=1e-6)
+        for name, q in episode.art_states.items():
+            assert sim.art_q(name) == pytest.approx(q, abs=1e-6)
+        assert sim.grasped is None and env.task.target == episode.targets[0].object
+    finally:
+        env.close()
+
+
+def test_a_place_start_holds_its_target(recorded):
+    _, _, places = recorded
+    episode = places.episodes[0]
+    assert episode.info["start_holding"] == episode.targets[0].object
+    env = make_registered_env("rearrange/Place-v0", episodes=[episode])
+    try:
+        env.reset(seed=0, options={"episode_index": 0})
+        assert env.sim.grasped == episode.targets[0].object
+    finally:
+        env.close()
+
+
+def test_a_moved_pick_target_loses_its_receptacle_and_one_on_the_floor_is_left_out():
+    from planner.grounding import SkillCall, SkillTarget
+
+    cfg = load_hab_config()
+    hab = generate_episodes("tidy_house", "val", 1, 0)[0]
+    env = RearrangeEnv(HabTask("tidy_house", cfg, obs_keys=()), [hab], episode_order="cycle")
+    try:
+        env.reset(seed=0)
+        target = hab.targets[0].object
+        call = SkillCall("pick", (target,), SkillTarget(entity=target, kind="object", object=target))
+        kept, skipped = StartRecorder("pick", "train", "p", 0.1), StartRecorder("pick", "train", "p", 0.1, True)
+        kept(env, call, False)
+        assert kept.episodes[0].object_spec(target).receptacle == hab.object_spec(target).receptacle
+        sim = env.sim
+        moved = {n: (sim.object_pos(n) + (np.array([0.3, 0.0, 0.0]) if n == target else 0.0), sim.object_quat(n))
+                 for n in sim.object_names}
+        sim.reset_state(moved, {n: sim.art_q(n) for n in sim.art_names}, sim.base_xy, sim.base_yaw)
+        kept(env, call, True)
+        skipped(env, call, True)
+        assert kept.episodes[1].object_spec(target).receptacle == MOVED and kept.moved == 1
+        assert not skipped.episodes and skipped.skipped["moved"] == 1
+        on_floor = dict(moved)
+        on_floor[target] = (np.array([*sim.object_pos(target)[:2], 0.05]), sim.object_quat(target))
+        sim.reset_state(on_floor, {n: sim.art_q(n) for n in sim.art_names}, sim.base_xy, sim.base_yaw)
+        low = StartRecorder("pick", "train", "p", 0.1, min_height=0.2)
+        low(env, call, True)
+        assert not low.episodes and low.skipped["low"] == 1
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--skill", "nav"], "unknown skill 'nav'"),
+    (["--episodes", "0"], "--episodes must be >= 1"),
+    (["--out", "starts.txt"], "--out must end in .json or .json.gz"),
+    (["agent.reset_arm=always"], "agent.reset_arm"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
+    argv = ["--scenario", "tidy_house", "--out", str(tmp_path / "s.json.gz"), *args]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "s.json.gz").exists()
