@@ -56,6 +56,12 @@ def unknown_choice(what: str, value: str, choices: Sequence[str]) -> str:
     return f"unknown {what} '{value}'; valid choices: {', '.join(choices)}"
 
 
+def require_choice(what: str, value: str, choices: Sequence[str]) -> None:
+    """Exit with the one-line `unknown_choice` error (code 2) unless `value` is one of `choices`."""
+    if value not in choices:
+        exit_with_error(unknown_choice(what, value, choices))
+
+
 def exit_with_error(message: str, code: int = 2) -> NoReturn:
     """Print `error: <message>` on one line to stderr and exit with `code`."""
     print(f"error: {message}", file=sys.stderr)

@@ -37,7 +37,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from configs.compose import ConfigError, compose, exit_with_error, to_plain, unknown_choice
+from configs.compose import ConfigError, compose, exit_with_error, require_choice, to_plain
 from eval.bench_ver_analyse import (
     MODES,
     TRAIN_MODES,
@@ -127,8 +127,7 @@ def parse_choices(text: str, choices: Sequence[str], what: str) -> list[str]:
     if not items:
         exit_with_error(f"no {what} given; valid choices: {', '.join(choices)}")
     for item in items:
-        if item not in choices:
-            exit_with_error(unknown_choice(what, item, choices))
+        require_choice(what, item, choices)
     return list(dict.fromkeys(items))
 
 
@@ -233,8 +232,7 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser(bench).parse_args(argv)
     skill = args.skill
     names = workload_names(bench)
-    if skill not in names:
-        exit_with_error(unknown_choice("skill", skill, names))
+    require_choice("skill", skill, names)
     modes = parse_choices(args.modes, MODES, "mode")
     rank_counts = parse_ranks(args.ranks)
     for flag, value in (("--num-envs", args.num_envs), ("--envs-per-worker", args.envs_per_worker),

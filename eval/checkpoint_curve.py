@@ -130,11 +130,10 @@ def main(argv: list[str] | None = None) -> None:
         exit_with_error(f"{run} has no metrics.jsonl (not a train-skill run directory)")
     if args.episodes < 1 or args.every < 1 or args.workers < 1:
         exit_with_error("--episodes, --every and --workers must be >= 1")
-    from configs.compose import unknown_choice
+    from configs.compose import require_choice
     from rearrange.episodes import SPLITS
 
-    if args.split not in SPLITS:
-        exit_with_error(unknown_choice("split", args.split, SPLITS))
+    require_choice("split", args.split, SPLITS)
     chosen = ckpts[:: args.every]
     if chosen[-1] != ckpts[-1]:
         chosen.append(ckpts[-1])

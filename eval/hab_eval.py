@@ -99,15 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from configs.compose import ConfigError, compose, exit_with_error, to_plain, unknown_choice
+    from configs.compose import ConfigError, compose, exit_with_error, require_choice, to_plain
     from eval.agent import AGENT_TYPES, check_agent_config
     from rearrange.episodes import SCENARIO_KINDS, SPLITS
 
     args = build_parser().parse_args(argv)
-    if args.scenario not in SCENARIO_KINDS:
-        exit_with_error(unknown_choice("scenario", args.scenario, SCENARIO_KINDS))
-    if args.agent not in AGENT_TYPES:
-        exit_with_error(unknown_choice("agent", args.agent, AGENT_TYPES))
+    require_choice("scenario", args.scenario, SCENARIO_KINDS)
+    require_choice("agent", args.agent, AGENT_TYPES)
     try:
         mode = [] if args.mode is None else [f"agent.mode={args.mode}"]
         cfg = to_plain(compose("eval_hab", [*args.overrides, *mode]))
@@ -116,8 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_with_error(str(exc))
     ev = cfg["eval"]
     split = args.split if args.split is not None else str(ev["split"])
-    if split not in SPLITS:
-        exit_with_error(unknown_choice("split", split, SPLITS))
+    require_choice("split", split, SPLITS)
     count = int(args.episodes if args.episodes is not None else ev["episodes"])
     if count < 1:
         exit_with_error(f"--episodes must be >= 1, got {count}")

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from configs.compose import ConfigError, compose, exit_with_error, to_plain, unknown_choice
+from configs.compose import ConfigError, compose, exit_with_error, require_choice, to_plain
 
 SKILLS = ("pick", "place", "nav", "open_fridge", "close_fridge", "open_cab", "close_cab")
 
@@ -250,8 +250,7 @@ def _episodes(args: argparse.Namespace, skill: str, split: str, count: int, seed
         if not episodes:
             exit_with_error(f"episode file {args.episodes_file} holds no episodes")
         return episodes[:count]
-    if split not in SPLITS:
-        exit_with_error(unknown_choice("split", split, SPLITS))
+    require_choice("split", split, SPLITS)
     from rearrange.generate import generate_episodes
 
     return generate_episodes(skill, split, count, seed)
@@ -260,8 +259,7 @@ def _episodes(args: argparse.Namespace, skill: str, split: str, count: int, seed
 def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("MUJOCO_GL", "egl")
     args = build_parser().parse_args(argv)
-    if args.skill not in SKILLS:
-        exit_with_error(unknown_choice("skill", args.skill, SKILLS))
+    require_choice("skill", args.skill, SKILLS)
     if not args.oracle:
         args.checkpoint = str(_checkpoint_path(args.skill, args.checkpoint))
     try:

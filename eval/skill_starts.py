@@ -133,21 +133,17 @@ class StartRecorder:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from configs.compose import ConfigError, compose, exit_with_error, to_plain, unknown_choice
+    from configs.compose import ConfigError, compose, exit_with_error, require_choice, to_plain
     from eval.agent import AGENT_TYPES, check_agent_config
     from eval.hab_eval import UsageError, evaluate, load_scenario_episodes
     from rearrange.episodes import SCENARIO_KINDS, SPLITS, save_episodes
     from skills.policy import set_inference_threads
 
     args = build_parser().parse_args(argv)
-    if args.scenario not in SCENARIO_KINDS:
-        exit_with_error(unknown_choice("scenario", args.scenario, SCENARIO_KINDS))
-    if args.skill not in SKILLS:
-        exit_with_error(unknown_choice("skill", args.skill, SKILLS))
-    if args.agent not in AGENT_TYPES:
-        exit_with_error(unknown_choice("agent", args.agent, AGENT_TYPES))
-    if args.split not in SPLITS:
-        exit_with_error(unknown_choice("split", args.split, SPLITS))
+    require_choice("scenario", args.scenario, SCENARIO_KINDS)
+    require_choice("skill", args.skill, SKILLS)
+    require_choice("agent", args.agent, AGENT_TYPES)
+    require_choice("split", args.split, SPLITS)
     if args.episodes < 1:
         exit_with_error(f"--episodes must be >= 1, got {args.episodes}")
     if args.max_object_shift <= 0:

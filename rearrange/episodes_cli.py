@@ -39,13 +39,11 @@ def generator_config(overrides: Sequence[str]) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from configs.compose import ConfigError, exit_with_error, unknown_choice
+    from configs.compose import ConfigError, exit_with_error, require_choice
 
     args = build_parser().parse_args(argv)
-    if args.kind not in EPISODE_KINDS:
-        exit_with_error(unknown_choice("episode kind", args.kind, EPISODE_KINDS))
-    if args.split not in SPLITS:
-        exit_with_error(unknown_choice("split", args.split, SPLITS))
+    require_choice("episode kind", args.kind, EPISODE_KINDS)
+    require_choice("split", args.split, SPLITS)
     if args.count < 1:
         exit_with_error(f"--count must be >= 1, got {args.count}")
     if not (args.out.endswith(".json") or args.out.endswith(".json.gz")):

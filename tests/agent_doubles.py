@@ -1,11 +1,29 @@
-"""Skill factories for HAB-agent tests: the real oracles, with one call replaced to inject a failure."""
+"""Skill doubles for HAB-agent tests: the real oracles, with one call replaced to inject a failure."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from eval.agent import OracleSkills
+
+
+class Idle:
+    """A skill controller that does nothing but keep the suction off until its call ends: a stalled skill
+    (an injected failure), or for place a release on the first step, wherever the object is."""
+
+    def __init__(self, skill: Any) -> None:
+        self.skill = skill
+
+    def start(self, sim: Any, target: Any, retry: bool = False) -> None:
+        pass
+
+    def act(self, sim: Any, obs: Any) -> np.ndarray:
+        action = np.zeros(11)
+        action[7] = -1.0  # grip < 0: release
+        return action
 
 
 class FirstCallReplaced:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from agent_doubles import FirstCallReplaced
+from agent_doubles import FirstCallReplaced, Idle
 
 from eval.agent import (
     AGENT_TYPES,
@@ -46,20 +46,6 @@ def test_plan_has_expected_skill_sequence(scenario):
         assert set(skills_in_plans(plans, "tp-srl")) == {"nav", "pick", "place", "open_cab", "open_fridge"}
 
 
-class _Stall:
-    """A skill that does nothing (arm still, suction off) until its timeout: an injected failure."""
-
-    def __init__(self, skill):
-        self.skill = skill
-
-    def start(self, sim, target, retry=False):
-        pass
-
-    def act(self, sim, obs):
-        a = np.zeros(11)
-        a[7] = -1.0
-        return a
-
 
 def _env(scenario: str, max_steps: int) -> RearrangeEnv:
     cfg = load_hab_config([f"hab_task.max_steps={max_steps}"])
@@ -71,7 +57,7 @@ def _env(scenario: str, max_steps: int) -> RearrangeEnv:
 def test_replans_after_injected_pick_failure_and_picks_again(renavigate):
     env = _env("tidy_house", 800)
     try:
-        stall_first_pick = FirstCallReplaced("pick", lambda oracle: _Stall(oracle.skill))
+        stall_first_pick = FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill))
         agent = HabAgent("oracle", stall_first_pick, max_replans=2, renavigate=renavigate)
         out = agent.run_episode(env, 0)
     finally:
@@ -116,7 +102,7 @@ class _RecordingStarts:
 def test_a_call_the_episode_ran_before_starts_as_a_retry():
     env = _env("tidy_house", 1200)
     try:
-        skills = _RecordingStarts(FirstCallReplaced("pick", lambda oracle: _Stall(oracle.skill)))
+        skills = _RecordingStarts(FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)))
         agent = HabAgent("oracle", skills, max_replans=2, renavigate=True)
         out = agent.run_episode(env, 0)
     finally:
@@ -172,7 +158,7 @@ def test_sampled_skills_sample_while_the_others_act_with_the_mean():
         check_agent_config(cfg)
 
 
-class _Flail(_Stall):
+class _Flail(Idle):
     """An injected failure that first swings two arm joints off rest (0.25 rad), then stalls."""
 
     def start(self, sim, target, retry=False):
@@ -240,7 +226,7 @@ def test_retry_backoff_drives_back_before_the_retried_nav_only(backoff):
     stood (before the re-plan's nav, not between that nav and the retried pick); 0 leaves it off."""
     env = _env("tidy_house", 1200)
     try:
-        skills = _RecordingStarts(FirstCallReplaced("pick", lambda oracle: _Stall(oracle.skill)))
+        skills = _RecordingStarts(FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)))
         agent = HabAgent("oracle", skills, max_replans=1, renavigate=True, retry_backoff=backoff)
         poses = []
         original = agent._run_skill
@@ -278,20 +264,6 @@ def test_reset_arm_setting_is_validated():
         check_agent_config({**cfg, "reset_arm": "retries", "release_guard": -0.1})
 
 
-class _ReleaseAtOnce:
-    """A place that lets go on its first step, wherever the object is: an injected wrong drop."""
-
-    def __init__(self, skill):
-        self.skill = skill
-
-    def start(self, sim, target, retry=False):
-        pass
-
-    def act(self, sim, obs):
-        a = np.zeros(11)
-        a[7] = -1.0
-        return a
-
 
 @pytest.mark.parametrize("guard", [0.0, 0.25])
 def test_release_guard_turns_a_release_far_from_the_goal_into_a_hold(guard):
@@ -299,7 +271,7 @@ def test_release_guard_turns_a_release_far_from_the_goal_into_a_hold(guard):
     agent keeps the object held instead, every step of the call."""
     env = _env("tidy_house", 1400)
     try:
-        agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: _ReleaseAtOnce(oracle.skill)),
+        agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: Idle(oracle.skill)),
                          max_replans=0, release_guard=guard)
         out = agent.run_episode(env, 0)
         held = env.sim.grasped
@@ -319,7 +291,7 @@ def test_release_guard_turns_a_release_far_from_the_goal_into_a_hold(guard):
 def test_failure_is_recorded_when_replans_are_exhausted():
     env = _env("tidy_house", 700)
     try:
-        agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: _Stall(oracle.skill)), max_replans=0)
+        agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)), max_replans=0)
         out = agent.run_episode(env, 0)
     finally:
         env.close()

@@ -4,28 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from agent_doubles import FirstCallReplaced
+from agent_doubles import FirstCallReplaced, Idle
 
 from eval.agent import HabAgent
 from eval.skill_starts import MOVED, StartRecorder, main
 from rearrange.env import RearrangeEnv, make_registered_env
 from rearrange.generate import generate_episodes
 from rearrange.tasks.hab import HabTask, load_hab_config
-
-
-class _Stall:
-    """A skill that does nothing until its timeout (suction off): an injected failure."""
-
-    def __init__(self, skill):
-        self.skill = skill
-
-    def start(self, sim, target, retry=False):
-        pass
-
-    def act(self, sim, obs):
-        a = np.zeros(11)
-        a[7] = -1.0
-        return a
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +21,7 @@ def recorded():
                        episode_order="cycle")
     picks = StartRecorder("pick", "train", "p", max_object_shift=0.1)
     places = StartRecorder("place", "train", "q", max_object_shift=0.1)
-    agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: _Stall(oracle.skill)), max_replans=2)
+    agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)), max_replans=2)
     agent.on_skill_start = lambda e, call, retry: (picks(e, call, retry), places(e, call, retry))
     try:
         out = agent.run_episode(env, 0)
