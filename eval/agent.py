@@ -12,10 +12,9 @@ retry starts with a fresh navigation instead of repeating the failed skill from 
 before retries only (`retries`) or before every skill but the first (`between`, habitat's add_arm_rest),
 and with `agent.retry_backoff` a retry backs the base away first (ours); with `agent.release_guard` a
 place may not let go of its object far from the goal (ours: a dropped object often lands where no pick
-reaches it). When the plan is exhausted,
-the agent first stands still for `agent.settle_steps` steps (habitat's fixed policy appends wait(30);
-a placed fruit may still be rolling), then calls stop if the goal holds
-(habitat: the high-level policy ends the episode); if the goal does not hold it re-plans too.
+reaches it). When the plan is exhausted, the agent first stands still for `agent.settle_steps` steps
+(habitat's fixed policy appends wait(30); a placed fruit may still be rolling), then calls stop if the
+goal holds (habitat: the high-level policy ends the episode); if the goal does not hold it re-plans too.
 
 Modes (`AGENT_MODES`, config `agent.mode`): the above is `replan`, the default. `fixed` is
 habitat-lab's TP-SRL with its fixed high-level policy, for numbers comparable with the VER paper:

@@ -109,15 +109,16 @@ class StartRecorder:
             self.skipped["held_state"] += 1
             return
         target = call.target.object
-        if self.skill == "pick" and float(env.sim.object_pos(target)[2]) < self.min_height:
-            self.skipped["low"] += 1
-            return
-        if self.skill == "pick" and self._moved(env, target):
-            if self.skip_moved:
-                self.skipped["moved"] += 1
+        if self.skill == "pick":
+            if float(env.sim.object_pos(target)[2]) < self.min_height:
+                self.skipped["low"] += 1
                 return
-            episode.object_spec(target).receptacle = MOVED
-            self.moved += 1
+            if self._moved(env, target):
+                if self.skip_moved:
+                    self.skipped["moved"] += 1
+                    return
+                episode.object_spec(target).receptacle = MOVED
+                self.moved += 1
         episode.info["retry"] = bool(retry)
         self.episodes.append(episode)
 
@@ -136,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from configs.compose import ConfigError, compose, exit_with_error, require_choice, to_plain
     from eval.agent import AGENT_TYPES, check_agent_config
     from eval.hab_eval import UsageError, evaluate, load_scenario_episodes
-    from rearrange.episodes import SCENARIO_KINDS, SPLITS, save_episodes
+    from rearrange.episodes import SCENARIO_KINDS, SPLITS, out_path_error, save_episodes
     from skills.policy import set_inference_threads
 
     args = build_parser().parse_args(argv)
@@ -149,8 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.max_object_shift <= 0:
         exit_with_error(f"--max-object-shift must be > 0 m, got {args.max_object_shift}")
     out = Path(args.out)
-    if not (out.name.endswith(".json") or out.name.endswith(".json.gz")):
-        exit_with_error(f"--out must end in .json or .json.gz, got {out}")
+    if (problem := out_path_error(out)) is not None:
+        exit_with_error(problem)
     try:
         cfg = to_plain(compose("eval_hab", list(args.overrides)))
         check_agent_config(cfg["agent"])

@@ -244,6 +244,14 @@ def dataset_dict(episodes: Sequence[Episode], kind: str | None = None, split: st
     }
 
 
+def out_path_error(path: str | os.PathLike) -> str | None:
+    """The one-line error for an `--out` episode file that is not `.json` or `.json.gz`, else None."""
+    name = Path(path).name
+    if name.endswith(".json") or name.endswith(".json.gz"):
+        return None
+    return f"--out must end with .json or .json.gz, got '{path}'"
+
+
 def save_episodes(path: str | os.PathLike, episodes: Sequence[Episode], *, kind: str | None = None,
                   split: str | None = None, seed: int | None = None) -> None:
     """Write episodes atomically (temp file in the same folder, then os.replace); gzip if `.gz`."""

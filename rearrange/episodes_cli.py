@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from rearrange.episodes import EPISODE_KINDS, SPLITS, save_episodes
+from rearrange.episodes import EPISODE_KINDS, SPLITS, out_path_error, save_episodes
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,8 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     require_choice("split", args.split, SPLITS)
     if args.count < 1:
         exit_with_error(f"--count must be >= 1, got {args.count}")
-    if not (args.out.endswith(".json") or args.out.endswith(".json.gz")):
-        exit_with_error(f"--out must end with .json or .json.gz, got '{args.out}'")
+    if (problem := out_path_error(args.out)) is not None:
+        exit_with_error(problem)
 
     from rearrange.generate import GenerationError, check_generator_config, generate_episodes
 

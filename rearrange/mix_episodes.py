@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from rearrange.episodes import Episode, EpisodeFileError, load_episodes, save_episodes
+from rearrange.episodes import Episode, EpisodeFileError, load_episodes, out_path_error, save_episodes
 
 
 def parse_source(text: str) -> tuple[str, int]:
@@ -54,8 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("sources", nargs="+", help="episode files, each PATH or PATH:COPIES (default 1 copy)")
     args = p.parse_args(argv)
     out = Path(args.out)
-    if not (out.name.endswith(".json") or out.name.endswith(".json.gz")):
-        exit_with_error(f"--out must end in .json or .json.gz, got {out}")
+    if (problem := out_path_error(out)) is not None:
+        exit_with_error(problem)
     try:
         sources = [(load_episodes(path), copies) for path, copies in map(parse_source, args.sources)]
         episodes = mix(sources)

@@ -104,7 +104,7 @@ def test_a_moved_pick_target_loses_its_receptacle_and_one_on_the_floor_is_left_o
 @pytest.mark.parametrize("args, message", [
     (["--skill", "nav"], "unknown skill 'nav'"),
     (["--episodes", "0"], "--episodes must be >= 1"),
-    (["--out", "starts.txt"], "--out must end in .json or .json.gz"),
+    (["--out", "starts.txt"], "--out must end with .json or .json.gz"),
     (["agent.reset_arm=always"], "agent.reset_arm"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
