@@ -54,6 +54,7 @@ overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups)
                                     optimizer, schedule and counters; the reward or episodes may differ)
   skill.oracle_start.prob=0.3       curriculum: that share of resets hand over part-way through the skill's
                                     oracle (skills/oracle_start.py; place trains with 0.5 by default)
+  trainer.init_from=runs/place_dagger     fine-tune a policy imitated from the oracle (imitate-skill --help)
   skill.oracle_start.max_prefix_steps=100   give up an oracle prefix that has not handed over by then
                                     (an ordinary start instead; for an oracle stuck without base movement)
   skill.start_grasp.max_arm_offset=0.5 skill.start_grasp.max_tilt=0.6
