@@ -15,7 +15,9 @@ VER run. Episodes run in `imitation.workers` processes (one policy copy each, CP
 The network, observations, sim and episodes are train-skill's (the same Hydra tree and overrides),
 so the policy is exactly the one a VER run of that config would train; its `imitation` node is in
 `configs/train_skill.yaml`. Only the actor is fitted; the critic starts untrained in the fine-tune.
-Bad input: one line on stderr, exit code 2.
+A round takes about a minute on two cores (place: 250 episodes, ~45k rows), so there is no `--resume`:
+every round's checkpoint stays in `checkpoints/` and `metrics.jsonl` records each round's success (of
+the mixed executor), rows, fit error and log-std. Bad input: one line on stderr, exit code 2.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class ImitationConfig:
     workers: int
     seed: int
     noise: float = 0.0
+    oracle_ready_in_zone: bool = False
 
     @classmethod
     def from_node(cls, node: Mapping[str, Any] | None) -> ImitationConfig:
@@ -86,7 +89,11 @@ class ImitationConfig:
         noise = node.get("noise", 0.0)
         if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0.0 <= noise <= 1.0:
             raise ConfigError(f"imitation.noise must be a number in [0, 1]; got {noise!r}")
-        return cls(betas=betas, lr=float(lr), seed=int(node.get("seed", 0)), noise=float(noise), **ints)
+        ready = node.get("oracle_ready_in_zone", False)
+        if not isinstance(ready, bool):
+            raise ConfigError(f"imitation.oracle_ready_in_zone must be true or false; got {ready!r}")
+        return cls(betas=betas, lr=float(lr), seed=int(node.get("seed", 0)), noise=float(noise),
+                   oracle_ready_in_zone=ready, **ints)
 
 
 # ----------------------------------------------------------------------------- episode workers
@@ -94,7 +101,7 @@ class ImitationConfig:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(env_kwargs: Mapping[str, Any], policy_cfg: Mapping[str, Any]) -> None:
+def _init_worker(env_kwargs: Mapping[str, Any], policy_cfg: Mapping[str, Any], ready_in_zone: bool = False) -> None:
     """Build this process's env (with `prev_action` if the policy reads it) and oracle once."""
     import torch
 
@@ -106,8 +113,9 @@ def _init_worker(env_kwargs: Mapping[str, Any], policy_cfg: Mapping[str, Any]) -
     env = make_skill_env(0, **env_kwargs)
     if bool(policy_cfg.get("prev_action", False)):
         env = PreviousAction(env)
-    _WORKER.update(env=env, oracle=make_oracle(str(env_kwargs["skill_cfg"]["name"])), policy_cfg=policy_cfg,
-                   weights=None, model=None)
+    oracle = make_oracle(str(env_kwargs["skill_cfg"]["name"]))
+    oracle.ready_in_zone = bool(ready_in_zone)
+    _WORKER.update(env=env, oracle=oracle, policy_cfg=policy_cfg, weights=None, model=None)
 
 
 def _policy(weights: bytes) -> Any:
@@ -205,7 +213,7 @@ def imitate(cfg: Mapping[str, Any], episodes_path: str, out: Path) -> dict[str, 
     skill_cfg = {**cfg["skill"], "oracle_start": {"prob": 0.0}}  # every episode from its own start
     env_kwargs = {"skill_cfg": skill_cfg, "sim_cfg": cfg["sim"], "episodes_path": episodes_path}
     torch.manual_seed(icfg.seed)
-    _init_worker(env_kwargs, cfg["policy"])  # this process's env gives the spaces
+    _init_worker(env_kwargs, cfg["policy"], icfg.oracle_ready_in_zone)  # this process's env gives the spaces
     env = _WORKER["env"]
     spaces = (env.observation_space, env.action_space)
     dataset_size = len(env.unwrapped.episodes)
@@ -215,7 +223,7 @@ def imitate(cfg: Mapping[str, Any], episodes_path: str, out: Path) -> dict[str, 
     torch.set_num_threads(max(1, int(cfg["trainer"].get("torch_threads", 1) or 1)))
     record: dict[str, Any] = {}
     ctx = mp.get_context("spawn")
-    with ctx.Pool(icfg.workers, initializer=_init_worker, initargs=(env_kwargs, cfg["policy"])) as pool, \
+    with ctx.Pool(icfg.workers, initializer=_init_worker, initargs=(env_kwargs, cfg["policy"], icfg.oracle_ready_in_zone)) as pool, \
             open(out / "metrics.jsonl", "a") as metrics:
         for r, beta in enumerate(icfg.betas):
             start = time.time()

@@ -151,3 +151,23 @@ def test_oracle_solves_its_skill(skill, cfg):
     """At least 8 of the first 10 val episodes, judged by the skill task's own success measure."""
     solved, failed = _solve_rate(skill, 10, cfg)
     assert solved >= 8, f"{skill} oracle solved {solved}/10; failures: {failed}"
+
+
+def test_ready_in_zone_ends_an_approach_once_the_point_is_in_reach(sim, cfg):
+    """Mid-approach, with the work point already in the work zone: by default the oracle drives on to its
+    standing point; with `ready_in_zone` (imitate-skill's labeller) the approach is finished."""
+    start = _open_floor(sim, 0)
+    sim.reset_state({}, {}, start, 0.0)
+    point = _world(sim, np.array([0.6, 0.0, 0.8]))
+    oracle = make_oracle("pick", cfg)
+    assert oracle.in_work_zone(sim, point, cfg["zone"])
+    rng = np.random.default_rng(1)
+    goal = next(p for p in (sim.navmap.sample_navigable(rng) for _ in range(500))
+                if 1.0 < float(np.linalg.norm(p - start)) < 3.0)
+    for ready in (False, True):
+        oracle.ready_in_zone = ready
+        oracle._approach = "drive"
+        assert oracle.follower.set_goal(sim, goal)
+        base, finished = oracle.approach(sim, point, cfg["zone"])
+        assert finished is ready
+        assert np.any(base != 0.0) is not ready

@@ -78,6 +78,11 @@ class Oracle:
         self._unsafe_steps = 0
         self.steps = 0
         self.done = False
+        # The approach ends as soon as the work point is in the work zone, on every step rather than only
+        # when it starts (off: the oracle drives on to the standing point it chose). imitate-skill turns it
+        # on: a policy that cannot see the chosen standing point gets consistent labels where it has the
+        # point in reach (skills/imitate.py).
+        self.ready_in_zone = False
 
     # ------------------------------------------------------------------ interface
 
@@ -173,6 +178,9 @@ class Oracle:
         whose last bit of driving is blocked (it stalls, or the arm safety check overrides it: the resting
         arm would touch a wall or furniture) stops there and faces the point if it is already within reach.
         """
+        if self.ready_in_zone and self._approach != "start" and not force_stand and self.in_work_zone(sim, point, zone):
+            self._approach = "face"
+            return np.zeros(2), True
         if self._approach == "start":
             near_stand = stand is not None and float(np.linalg.norm(np.asarray(stand) - sim.base_xy)) < \
                 self.follower.gains.goal_tolerance
