@@ -17,7 +17,8 @@ so the policy is exactly the one a VER run of that config would train; its `imit
 `configs/train_skill.yaml`. Only the actor is fitted; the critic starts untrained in the fine-tune.
 A round takes about a minute on two cores (place: 250 episodes, ~45k rows), so there is no `--resume`:
 every round's checkpoint stays in `checkpoints/` and `metrics.jsonl` records each round's success (of
-the mixed executor), rows, fit error and log-std. Bad input: one line on stderr, exit code 2.
+the mixed executor), rows, fit error, log-std and wall time (so `python -m eval.checkpoint_curve` plots
+an imitation run as it does a VER run). Bad input: one line on stderr, exit code 2.
 """
 
 from __future__ import annotations
@@ -223,6 +224,7 @@ def imitate(cfg: Mapping[str, Any], episodes_path: str, out: Path) -> dict[str, 
     torch.set_num_threads(max(1, int(cfg["trainer"].get("torch_threads", 1) or 1)))
     record: dict[str, Any] = {}
     ctx = mp.get_context("spawn")
+    began = time.time()
     with ctx.Pool(icfg.workers, initializer=_init_worker, initargs=(env_kwargs, cfg["policy"], icfg.oracle_ready_in_zone)) as pool, \
             open(out / "metrics.jsonl", "a") as metrics:
         for r, beta in enumerate(icfg.betas):
@@ -252,6 +254,7 @@ def imitate(cfg: Mapping[str, Any], episodes_path: str, out: Path) -> dict[str, 
                       "policy_step_share": sum(x["policy_steps"] for x in results) / max(steps, 1), "ends": ends,
                       "rows": len(rows), "env_steps": counters["env_steps"], "mse": fit["mse"], "log_std": fit["log_std"],
                       "collect_s": round(collect_s, 1), "fit_s": round(time.time() - start - collect_s, 1),
+                      "wall_time": round(time.time() - began, 1),
                       "checkpoint": str(path)}
             metrics.write(json.dumps(record) + "\n")
             metrics.flush()

@@ -152,6 +152,7 @@ def test_imitate_skill_writes_checkpoints_that_eval_and_fine_tune_load(tmp_path,
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["beta"] for r in records] == [1.0, 0.0]
     assert records[0]["success"] == 1.0 and records[1]["rows"] > records[0]["rows"]
+    assert 0 < records[0]["wall_time"] <= records[1]["wall_time"]
     ckpt = latest_checkpoint(out / "checkpoints")
     assert ckpt is not None and ckpt.name == f"ckpt_{records[1]['env_steps']:012d}.pt"
     policy = SkillPolicy.from_checkpoint(ckpt)
