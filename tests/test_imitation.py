@@ -61,12 +61,41 @@ def test_clone_behaviour_is_seeded():
     assert torch.equal(outs[0], outs[1])
 
 
-def test_clone_behaviour_rejects_a_recurrent_policy_and_mismatched_rows():
+def _memory_rows(episodes: int, length: int = 8, seed: int = 0):
+    """A task only memory solves: the first observation of an episode is +-1, the rest 0, and the action
+    at every step is 0.8 x that first observation."""
+    rng = np.random.default_rng(seed)
+    rows = DemoRows()
+    for _ in range(episodes):
+        sign = float(rng.choice([-1.0, 1.0]))
+        x = np.zeros((length, 3), np.float32)
+        x[0, 0] = sign
+        rows.add({"obs": x}, np.full((length, 2), 0.8 * sign, np.float32))
+    return rows
+
+
+def test_a_recurrent_policy_clones_whole_sequences_and_remembers():
+    from trainer.networks import ActorCritic
+
+    rows = _memory_rows(200)
+    obs, actions = rows.tensors()
+    errors = {}
+    for arch in ("feedforward", "recurrent"):
+        torch.manual_seed(0)
+        cfg = {**FF_POLICY, "architecture": arch, "vector_mlp": [32], "rnn": {"hidden_size": 32, "num_layers": 1}}
+        model = ActorCritic(gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Box(-1, 1, (2,), np.float32), cfg)
+        fit = clone_behaviour(model, obs, actions, epochs=40, batch_size=64, lr=3e-3, seed=0, lengths=rows.lengths)
+        errors[arch] = fit["mse"]
+    # rows after the first carry no sign: only the LSTM can fit them
+    assert errors["recurrent"] < 0.02 < 0.3 < errors["feedforward"]
+
+
+def test_clone_behaviour_rejects_missing_sequences_and_mismatched_rows():
     from trainer.networks import ActorCritic
 
     cfg = {**FF_POLICY, "architecture": "recurrent", "vector_mlp": [16], "rnn": {"hidden_size": 8, "num_layers": 1}}
     model = ActorCritic(gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Box(-1, 1, (2,), np.float32), cfg)
-    with pytest.raises(ValueError, match="feed-forward"):
+    with pytest.raises(ValueError, match="sequence lengths"):
         clone_behaviour(model, {"obs": torch.zeros(4, 3)}, torch.zeros(4, 2), epochs=1, batch_size=2, lr=1e-3, seed=0)
     rows = DemoRows()
     rows.add({"a": np.zeros((2, 1))}, np.zeros((2, 2)))
@@ -74,6 +103,7 @@ def test_clone_behaviour_rejects_a_recurrent_policy_and_mismatched_rows():
         rows.add({"b": np.zeros((2, 1))}, np.zeros((2, 2)))
     with pytest.raises(ValueError, match="rows"):
         rows.add({"a": np.zeros((3, 1))}, np.zeros((2, 2)))
+    assert rows.lengths == [2]
 
 
 @pytest.mark.parametrize("node, key", [
@@ -93,8 +123,8 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path):
     assert "unknown skill 'juggle'" in one_line_exit_2(capsys, main, ["--skill", "juggle", "--out", str(tmp_path / "r")])
     err = one_line_exit_2(capsys, main, ["--skill", "place", "--out", str(tmp_path / "r"), "imitation.epochs=0"])
     assert "imitation.epochs" in err
-    err = one_line_exit_2(capsys, main, ["--skill", "place", "--out", str(tmp_path / "r"), "policy=cnn_small"])
-    assert "feedforward" in err
+    err = one_line_exit_2(capsys, main, ["--skill", "place", "--out", str(tmp_path / "r"), "imitation.noise=3"])
+    assert "imitation.noise" in err
     (tmp_path / "old" / "checkpoints").mkdir(parents=True)
     (tmp_path / "old" / "checkpoints" / "ckpt_000000000001.pt").write_bytes(b"x")
     assert "already holds a run" in one_line_exit_2(capsys, main, ["--skill", "place", "--out", str(tmp_path / "old")])
@@ -142,13 +172,15 @@ def test_labelled_episode_follows_the_oracle_at_beta_1_and_the_policy_at_beta_0(
 
 
 @pytest.mark.slow
-def test_imitate_skill_writes_checkpoints_that_eval_and_fine_tune_load(tmp_path, capsys):
+@pytest.mark.parametrize("architecture", ["feedforward", "recurrent"])
+def test_imitate_skill_writes_checkpoints_that_eval_and_fine_tune_load(tmp_path, capsys, architecture):
     from skills.policy import SkillPolicy
     from trainer.checkpoint import latest_checkpoint
 
     out = tmp_path / "dagger"
     main(["--skill", "close_cab", "--out", str(out), "profile=cpu", "dataset.count=3", "imitation.betas=[1.0,0.0]",
-          "imitation.episodes_per_round=3", "imitation.epochs=2", "imitation.workers=1"])
+          "imitation.episodes_per_round=3", "imitation.epochs=2", "imitation.workers=1",
+          f"policy.architecture={architecture}"])
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["beta"] for r in records] == [1.0, 0.0]
     assert records[0]["success"] == 1.0 and records[1]["rows"] > records[0]["rows"]
@@ -160,7 +192,9 @@ def test_imitate_skill_writes_checkpoints_that_eval_and_fine_tune_load(tmp_path,
     # a VER fine-tune starts from it
     from skills.train_cli import main as train_main
 
+    assert policy.actor_critic.is_recurrent == (architecture == "recurrent")
     train_main(["--skill", "close_cab", "--out", str(tmp_path / "ft"), "profile=cpu", f"trainer.init_from={out}",
+                f"policy.architecture={architecture}",
                 "trainer.num_envs=2", "trainer.envs_per_worker=2", "trainer.num_steps=16", "trainer.total_steps=32",
                 "trainer.progress_bar=false", "dataset.count=2"])
     assert latest_checkpoint(tmp_path / "ft" / "checkpoints") is not None

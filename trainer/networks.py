@@ -306,6 +306,22 @@ class ActorCritic(nn.Module):
             if total != value.shape[0]:
                 raise ValueError(f"seq_lengths sum to {total} but {value.shape[0]} rows were given")
             return EvalOutput(dist.log_prob(actions), dist.entropy(), value)
+        out = self._sequence_outputs(obs, initial_hidden, seq_lengths)
+        dist = self.action_head(out)
+        return EvalOutput(dist.log_prob(actions), dist.entropy(), self.value(out))
+
+    def action_dist(
+        self, obs: Mapping[str, torch.Tensor], initial_hidden: torch.Tensor, seq_lengths: Sequence[int] | torch.Tensor
+    ) -> ActionDist:
+        """The action distribution of every row, rows laid out as in `evaluate` (behaviour cloning)."""
+        if not self.is_recurrent:
+            return self.action_head(self.actor(self.encode(obs)))
+        return self.action_head(self._sequence_outputs(obs, initial_hidden, seq_lengths))
+
+    def _sequence_outputs(
+        self, obs: Mapping[str, torch.Tensor], initial_hidden: torch.Tensor, seq_lengths: Sequence[int] | torch.Tensor
+    ) -> torch.Tensor:
+        """LSTM outputs of rows given sequence after sequence (a PackedSequence), in the input row order."""
         lengths = [int(n) for n in seq_lengths]
         features = self.encode(obs)
         if sum(lengths) != features.shape[0]:
@@ -313,6 +329,4 @@ class ActorCritic(nn.Module):
         packed = pack_sequence(list(torch.split(features, lengths)), enforce_sorted=False)
         h0, c0 = self._to_lstm_state(initial_hidden)
         packed_out, _ = self.rnn(packed, (h0, c0))
-        out = torch.cat(unpack_sequence(packed_out), dim=0)  # back to the input row order
-        dist = self.action_head(out)
-        return EvalOutput(dist.log_prob(actions), dist.entropy(), self.value(out))
+        return torch.cat(unpack_sequence(packed_out), dim=0)  # back to the input row order
