@@ -30,6 +30,7 @@ import json
 import multiprocessing as mp
 import sys
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,12 +126,13 @@ def _init_worker(env_kwargs: Mapping[str, Any], policy_cfg: Mapping[str, Any], r
 
 
 def _policy(weights: bytes) -> Any:
-    """This worker's copy of the policy with `weights` (a torch-saved state dict), rebuilt only when they change."""
+    """This worker's copy of the policy with `weights` (a torch-saved state dict), rebuilt only when they change
+    (compared by content: every job arrives with its own unpickled copy of the round's bytes)."""
     import torch
 
     from trainer.networks import ActorCritic
 
-    if _WORKER["weights"] is not weights:
+    if _WORKER["weights"] != weights:
         env = _WORKER["env"]
         model = ActorCritic(env.observation_space, env.action_space, _WORKER["policy_cfg"])
         model.load_state_dict(torch.load(io.BytesIO(weights), weights_only=False))
@@ -255,9 +257,7 @@ def imitate(cfg: Mapping[str, Any], episodes_path: str, out: Path) -> dict[str, 
             steps = sum(x["steps"] for x in results)
             counters.update(env_steps=counters["env_steps"] + steps, imitation_rounds=r + 1, imitation_rows=len(rows))
             path = _save(out, model, cfg, spaces, counters)
-            ends: dict[str, int] = {}
-            for x in results:
-                ends[x["end"]] = ends.get(x["end"], 0) + 1
+            ends = dict(Counter(x["end"] for x in results))
             record = {"round": r, "beta": beta, "episodes": len(results), "success": float(np.mean([x["success"] for x in results])),
                       "policy_step_share": sum(x["policy_steps"] for x in results) / max(steps, 1), "ends": ends,
                       "rows": len(rows), "env_steps": counters["env_steps"], "mse": fit["mse"], "log_std": fit["log_std"],
@@ -296,6 +296,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         exit_with_error(str(exc))
     cfg, _, _ = load_run_config("train_skill", overrides, None, args.out)
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        exit_with_error(f"--out {out} is a file; give a directory for the run")
     if (out / "checkpoints").exists() and any((out / "checkpoints").iterdir()):
         exit_with_error(f"{out} already holds a run; choose another --out")
     plain = to_plain(cfg)
@@ -303,12 +305,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         ImitationConfig.from_node(plain.get("imitation"))
         out.mkdir(parents=True, exist_ok=True)
         episodes_path = str(Path(prepare_dataset(cfg, out)).resolve())
-    except (ConfigError, ValueError) as exc:
+    except (ConfigError, ValueError, OSError) as exc:  # OSError: --out not writable
         exit_with_error(str(exc).strip().splitlines()[0])
     from omegaconf import OmegaConf
 
+    from trainer.files import write_text_atomic
+
     plain["output_dir"] = str(out)
-    (out / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(plain)))
+    write_text_atomic(out / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(plain)))
     record = imitate(plain, episodes_path, out)
     print(f"imitate-skill {args.skill}: {record['round'] + 1} rounds, "
           f"{record['env_steps']} env steps, last round success {record['success']:.2f} -> {record['checkpoint']}")

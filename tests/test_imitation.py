@@ -128,6 +128,9 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path):
     (tmp_path / "old" / "checkpoints").mkdir(parents=True)
     (tmp_path / "old" / "checkpoints" / "ckpt_000000000001.pt").write_bytes(b"x")
     assert "already holds a run" in one_line_exit_2(capsys, main, ["--skill", "place", "--out", str(tmp_path / "old")])
+    (tmp_path / "afile").write_text("keep")
+    assert "is a file" in one_line_exit_2(capsys, main, ["--skill", "place", "--out", str(tmp_path / "afile")])
+    assert (tmp_path / "afile").read_text() == "keep"
     assert (tmp_path / "old" / "checkpoints" / "ckpt_000000000001.pt").read_bytes() == b"x"
 
 
@@ -160,7 +163,12 @@ def test_labelled_episode_follows_the_oracle_at_beta_1_and_the_policy_at_beta_0(
     np.testing.assert_allclose(oracle_run["obs"]["prev_action"][1:], np.clip(oracle_run["actions"][:-1], -1, 1), atol=1e-6)
     env = _WORKER["env"]
     untrained = ActorCritic(env.observation_space, env.action_space, policy)
-    policy_run = run_labelled_episode(0, 0.0, _weights_bytes(untrained), seed=0)
+    weights = _weights_bytes(untrained)
+    policy_run = run_labelled_episode(0, 0.0, weights, seed=0)
+    # the worker's copy is rebuilt only when the weights change, not for every job's copy of them
+    from skills.imitate import _policy
+
+    assert _policy(bytes(bytearray(weights))) is _policy(weights)
     assert policy_run["policy_steps"] == policy_run["steps"] and not policy_run["success"]
     # labels are still the oracle's: the same first label as in the oracle's episode
     np.testing.assert_allclose(policy_run["actions"][0], oracle_run["actions"][0])

@@ -1,4 +1,4 @@
-"""Behaviour cloning of a feed-forward actor on (observation, expert action) rows: DAgger's learner step.
+"""Behaviour cloning of an actor (feed-forward or recurrent) on (observation, expert action) rows: DAgger's learner step.
 
 The trainer knows nothing about where the rows come from (`skills/imitate.py` labels a skill's states
 with its scripted oracle). `DemoRows` aggregates rows over rounds (DAgger keeps every round's data);
@@ -33,11 +33,10 @@ class DemoRows:
     def __init__(self) -> None:
         self._obs: dict[str, list[np.ndarray]] = {}
         self._actions: list[np.ndarray] = []
-        self._size = 0
         self.lengths: list[int] = []  # one per `add`: the sequences
 
     def __len__(self) -> int:
-        return self._size
+        return sum(self.lengths)
 
     def add(self, obs: Mapping[str, np.ndarray], actions: np.ndarray) -> None:
         """Append one sequence of N rows: `obs[k]` is `[N, ...]` for every key, `actions` `[N, A]`."""
@@ -49,12 +48,11 @@ class DemoRows:
                 raise ValueError(f"observation '{key}' has {np.shape(value)[0]} rows, actions {n}")
             self._obs.setdefault(key, []).append(np.asarray(value, dtype=np.float32))
         self._actions.append(np.asarray(actions, dtype=np.float32))
-        self._size += n
         self.lengths.append(n)
 
     def tensors(self) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """Every row so far as `({key: [M, ...]}, [M, A])` float32 tensors."""
-        if not self._size:
+        if not self.lengths:
             raise ValueError("no demonstration rows")
         obs = {k: torch.from_numpy(np.concatenate(v)) for k, v in self._obs.items()}
         return obs, torch.from_numpy(np.concatenate(self._actions))
