@@ -54,6 +54,8 @@ from eval.bench_ver_run import launch, slow_env_indices
 EPILOG = """\
 modes: raw (random actions, no learning: the upper bound for the same envs and worker processes),
        sync (DD-PPO lock-step), nover, ver,
+       ver_overlap (VER with trainer.overlap_learning: the update runs during the next collection;
+       every other mode runs with it off, whatever the profile says),
        sample_factory (runs in its own venv, created on first use under .bench/sf-venv)
 
 examples:
@@ -175,8 +177,10 @@ def mode_config(skill: str, mode: str, overrides: Sequence[str], bench: Mapping[
         group = [f"skill={skill}", *bench["workload_overrides"].get(skill, [])]
     else:
         group = [f"policy={cheap['policy']}"]
-    cfg = compose("bench_ver", [*group, f"trainer={mode}", *overrides])
-    cfg.trainer.mode = mode
+    trainer_mode = "ver" if mode == "ver_overlap" else mode
+    cfg = compose("bench_ver", [*group, f"trainer={trainer_mode}", *overrides])
+    cfg.trainer.mode = trainer_mode
+    cfg.trainer.overlap_learning = mode == "ver_overlap"  # the mode says; profiles may default either way
     cfg.trainer.checkpoint_interval = 0  # the benchmark measures training, not checkpoint writing
     cfg.trainer.progress_bar = False
     cfg.trainer.log_interval = 1  # one metrics line per rollout: per-rollout steps/s (the max column)

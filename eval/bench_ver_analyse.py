@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-TRAIN_MODES = ("sync", "nover", "ver")
+TRAIN_MODES = ("sync", "nover", "ver", "ver_overlap")  # ver_overlap: VER with trainer.overlap_learning
 MODES = ("raw", *TRAIN_MODES, "sample_factory")
 
 
@@ -129,6 +129,8 @@ def ratios(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
             if (row := ok(mode)) is not None:
                 out[f"{mode}_over_raw"] = row["mean_sps"] / raw["mean_sps"]
     ver = ok("ver")
+    if ver and (overlap := ok("ver_overlap")) is not None:
+        out["ver_overlap_over_ver"] = overlap["mean_sps"] / ver["mean_sps"]
     if ver:
         for other in ("sync", "nover", "raw", "sample_factory"):
             if (row := ok(other)) is not None:

@@ -23,7 +23,7 @@ from trainer.files import atomic_path
 
 RESULT_FILE = "bench_ver.json"
 PLOT_FILE = "bench_ver.png"
-LABELS = {"raw": "raw", "sync": "sync", "nover": "NoVER", "ver": "VER", "sample_factory": "Sample Factory"}
+LABELS = {"raw": "raw", "sync": "sync", "nover": "NoVER", "ver": "VER", "ver_overlap": "VER+overlap", "sample_factory": "Sample Factory"}
 
 
 def _fmt(value: float | None, width: int, digits: int) -> str:

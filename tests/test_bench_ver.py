@@ -28,14 +28,14 @@ def _run_main(argv: list[str]) -> int:
 def test_tiny_run_writes_consistent_json_and_png(tmp_path, capsys):
     out = tmp_path / "bench"
     code = _run_main(["--skill", "cartpole", "--num-envs", "2", "--envs-per-worker", "1", "--num-steps", "8",
-                      "--steps", "48", "--modes", "raw,sync,ver", "--out", str(out)])
+                      "--steps", "48", "--modes", "raw,sync,ver,ver_overlap", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     report = json.loads((out / bench_ver_report.RESULT_FILE).read_text())
     assert report["config"]["num_envs"] == 2 and report["config"]["num_steps"] == 8
     assert report["config"]["envs_per_worker"] == 1 and report["config"]["num_workers"] == 2
     assert report["config"]["steps_per_mode"] == 48
-    assert list(report["modes"]) == ["raw", "sync", "ver"]
+    assert list(report["modes"]) == ["raw", "sync", "ver", "ver_overlap"]
     for mode, row in report["modes"].items():
         assert row["status"] == "ok", (mode, row)
         assert row["mean_sps"] > 0 and row["max_sps"] > 0
@@ -55,6 +55,13 @@ def test_tiny_run_writes_consistent_json_and_png(tmp_path, capsys):
     assert ratios["ver_over_sync"] == pytest.approx(modes["ver"]["mean_sps"] / modes["sync"]["mean_sps"])
     assert ratios["ver_over_raw"] == pytest.approx(modes["ver"]["mean_sps"] / modes["raw"]["mean_sps"])
     assert "ver_over_nover" not in ratios  # nover was not measured
+    assert ratios["ver_overlap_over_ver"] == pytest.approx(modes["ver_overlap"]["mean_sps"] / modes["ver"]["mean_sps"])
+    # only the ver_overlap run learned on the thread: its rollouts after the first were collected one update behind
+    lags = {mode: [json.loads(line).get("learner/policy_lag_mean")
+                   for line in (out / "runs" / mode / "train" / "metrics.jsonl").read_text().splitlines()]
+            for mode in ("ver", "ver_overlap")}
+    assert max(lag for lag in lags["ver"] if lag is not None) < 1.0
+    assert max(lag for lag in lags["ver_overlap"] if lag is not None) >= 1.0
     goals = {g["name"]: g for g in report["goals"]}
     assert goals["ver_over_sync"]["met"] == (ratios["ver_over_sync"] >= goals["ver_over_sync"]["target"])
     png = (out / bench_ver_report.PLOT_FILE).read_bytes()

@@ -56,3 +56,18 @@ def test_normalization_statistics_stay_identical_across_ranks(tmp_path):
     assert summary["updates"] >= 2
     checksums = summary["param_checksums"]
     assert len(checksums) == 2 and checksums[0] == checksums[1]
+
+
+@pytest.mark.distributed
+def test_overlapped_updates_keep_the_ranks_identical(tmp_path):
+    # trainer.overlap_learning: each rank's update (with its gradient and statistics all-reduces) runs on
+    # a thread while the rank collects; the ranks' other collectives wait for it, so they stay matched
+    out = tmp_path / "run"
+    summary = run_two_ranks(out, "trainer.total_steps=320", "trainer.overlap_learning=true",
+                            "trainer.ppo.normalize_value=true", "trainer.ppo.normalize_reward=true", "policy.obs_norm=true",
+                            "trainer.checkpoint_interval=0")
+    assert summary["updates"] >= 4
+    checksums = summary["param_checksums"]
+    assert len(checksums) == 2 and checksums[0] == checksums[1]
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert max(line.get("learner/policy_lag_mean", 0.0) for line in lines) >= 1.0  # collected one update behind

@@ -18,9 +18,9 @@ def _threads_seen(monkeypatch, out: Path, learner_threads: int) -> tuple[list[in
     seen: list[int] = []
     update = PPO.update
 
-    def recording_update(self, rollout):
+    def recording_update(self, rollout, **kwargs):
         seen.append(torch.get_num_threads())
-        return update(self, rollout)
+        return update(self, rollout, **kwargs)
 
     monkeypatch.setattr(PPO, "update", recording_update)
     cfg = compose("train_rl", ["env_id=Pendulum-v1", "trainer=sync", "trainer.num_envs=2", "trainer.num_steps=32",

@@ -6,6 +6,8 @@ import functools
 import json
 from pathlib import Path
 
+import pytest
+
 from configs.compose import compose
 from trainer.checkpoint import list_checkpoints, load_checkpoint
 from trainer.cli import make_gym_env
@@ -14,8 +16,8 @@ from trainer.train import train
 COMPARED_PREFIXES = ("learner/", "metrics/")
 
 
-def run(out: Path, resume: Path | None = None) -> tuple[dict, list[dict]]:
-    cfg = compose("train_rl", [
+def run(out: Path, resume: Path | None = None, overlap: bool = False) -> tuple[dict, list[dict]]:
+    cfg = compose("train_rl", [f"trainer.overlap_learning={str(overlap).lower()}",
         "env_id=CartPole-v1", "trainer=sync", "trainer.deterministic=true", "trainer.num_envs=2",
         "trainer.num_steps=32", "trainer.total_steps=256", "trainer.checkpoint_interval=2",
         "trainer.checkpoint_keep=5", "trainer.progress_bar=false", f"output_dir={out}",
@@ -29,9 +31,12 @@ def comparable(line: dict) -> dict:
     return {k: v for k, v in line.items() if k.startswith(COMPARED_PREFIXES) or k in ("update", "env_steps")}
 
 
-def test_deterministic_sync_repeats_and_resume_continues_identically(tmp_path):
-    summary_a, lines_a = run(tmp_path / "a")
-    _, lines_b = run(tmp_path / "b")
+@pytest.mark.parametrize("overlap", [False, True], ids=["update-then-collect", "overlap_learning"])
+def test_deterministic_sync_repeats_and_resume_continues_identically(tmp_path, overlap):
+    # overlap_learning: the update runs on a thread during the next collection; the results must not
+    # depend on how the threads interleave, and a checkpoint waits for the update in flight
+    summary_a, lines_a = run(tmp_path / "a", overlap=overlap)
+    _, lines_b = run(tmp_path / "b", overlap=overlap)
     assert summary_a["updates"] == 4 and len(lines_a) == 4
     assert any("metrics/episode_return" in line for line in lines_a)
     # two runs with the same seed: identical learning metrics, update by update
@@ -40,7 +45,7 @@ def test_deterministic_sync_repeats_and_resume_continues_identically(tmp_path):
     # resume from the checkpoint written after update 2 and finish the run in a new directory
     checkpoints = list_checkpoints(tmp_path / "a" / "checkpoints")
     assert [load_checkpoint(p)["counters"]["updates"] for p in checkpoints] == [2, 4]
-    summary_c, lines_c = run(tmp_path / "c", resume=checkpoints[0])
+    summary_c, lines_c = run(tmp_path / "c", resume=checkpoints[0], overlap=overlap)
     assert summary_c["env_steps"] == summary_a["env_steps"]
     assert [comparable(x) for x in lines_c] == [comparable(x) for x in lines_a[2:]]
     assert summary_c["param_checksums"] == summary_a["param_checksums"]

@@ -199,7 +199,11 @@ def check_trainer(t: _Node) -> int:
         raise ConfigError(f"trainer.deterministic must be false unless trainer.mode=sync; got true with "
                           f"trainer.mode '{mode}'")
     t.integer("torch_threads", 0)
-    t.integer("learner_threads", 0, optional=True)  # absent in checkpoints older than the key
+    learner_threads = t.integer("learner_threads", 0, optional=True)  # absent in checkpoints older than the key
+    if t.boolean("overlap_learning", optional=True) and learner_threads:
+        raise ConfigError(f"trainer.learner_threads must be 0 with trainer.overlap_learning=true (torch's thread "
+                          f"count is one setting for the whole process, and collection goes on during the "
+                          f"update); got {learner_threads}")
     device = t.choice("device", DEVICES)
     if device == "cuda":
         import torch

@@ -168,8 +168,11 @@ class PPO:
         self.load_scales(state)  # a run that had the reward scaler off has no "reward_scaler"
 
     # ------------------------------------------------------------------ the update
-    def update(self, rollout: Rollout) -> dict[str, float]:
-        """One PPO update (ppo_epoch epochs of num_mini_batch mini-batches) on `rollout`."""
+    def update(self, rollout: Rollout, sync_reward_scaler: bool = True) -> dict[str, float]:
+        """One PPO update (ppo_epoch epochs of num_mini_batch mini-batches) on `rollout`.
+
+        `sync_reward_scaler=False`: the caller merged the reward scaler's statistics already (a
+        `trainer.learner.Learner` does, on the collector's thread)."""
         ac = self.actor_critic
         device = next(ac.parameters()).device
         rollout = rollout.to(device)
@@ -185,7 +188,7 @@ class PPO:
             if self.normalize_value:
                 self._update_value_normalization(returns)
             ac.update_obs_normalization(rollout.obs, self.stats_sync)
-            if self.reward_scaler is not None:  # the rewards are scaled already; this serves the next rollout
+            if self.reward_scaler is not None and sync_reward_scaler:  # the rewards are scaled already; this serves the next rollout
                 self.reward_scaler.sync(self.stats_sync)
             value_mean, value_std = ac.value_mean.clone(), ac.value_std.clone()
 

@@ -73,6 +73,7 @@ from trainer.distributed import (
 )
 from trainer.env_worker import EnvFn
 from trainer.files import write_text_atomic
+from trainer.learner import Learner
 from trainer.logger import MetricsLogger
 from trainer.networks import ActorCritic
 from trainer.ppo import PPO
@@ -118,6 +119,7 @@ class _Run:
     action_space: Any
     actor_critic: ActorCritic
     ppo: PPO
+    learner: Learner  # runs the PPO updates; its `acting` network is the one the collector acts with
     collector: Collector
     rows_per_rank: int  # T x N
     total_steps: int
@@ -134,9 +136,10 @@ class _Iteration:
     rollout: Rollout  # as collected (the next preempted VER rollout may borrow its newest rows)
     learn_rows: int  # rows PPO learned from (more than collected after fill_from_previous)
     stats: CollectStats
-    learner_stats: dict[str, float]
+    learner_stats: dict[str, float]  # of the update finished in this iteration ({} if none)
     collect_time: float
-    learn_time: float
+    learn_time: float  # seconds collection stood still for learning (waiting for an overlapped update)
+    update_time: float  # seconds the reported update itself took
     totals: RankTotals  # summed over ranks
     plan: PreemptionPlan | None  # VER's Eq. 1 deadline for the next rollout
     episodes: list[dict]  # finished episodes of every rank
@@ -187,11 +190,12 @@ def _build(cfg: DictConfig, env_fn: EnvFn, info: DistInfo, out: Path) -> _Run:
         seed=rank_seed(seed, info.rank), max_seq_len=num_steps if max_seq_len is None else int(max_seq_len),
     )
     seed_everything(rank_seed(seed, info.rank))
-    collector = Collector(env_fn, obs_space, action_space, actor_critic, tcfg, seed=seed, rank=info.rank,
+    learner = Learner(ppo, actor_critic, overlap=bool(tcfg.get("overlap_learning", False)))
+    collector = Collector(env_fn, obs_space, action_space, learner.acting, tcfg, seed=seed, rank=info.rank,
                           device=info.device, reward_scaler=ppo.reward_scaler)
     return _Run(cfg=cfg, info=info, out=out, obs_space=obs_space, action_space=action_space,
-                actor_critic=actor_critic, ppo=ppo, collector=collector, rows_per_rank=rows_per_rank,
-                total_steps=total_steps)
+                actor_critic=actor_critic, ppo=ppo, learner=learner, collector=collector,
+                rows_per_rank=rows_per_rank, total_steps=total_steps)
 
 
 def _restore(run: _Run, state: dict) -> Counters:
@@ -273,9 +277,15 @@ def _torch_threads(threads: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _iterate(run: _Run, index: int, plan: PreemptionPlan | None, previous: Rollout | None,
+def _iterate(run: _Run, counters: Counters, plan: PreemptionPlan | None, previous: Rollout | None,
              done_counter: RolloutDoneCounter, interrupt: _InterruptFlag) -> _Iteration:
-    """Collect rollout `index`, learn from it, and agree with the other ranks on totals, plan, episodes."""
+    """Collect the next rollout, learn from it, and agree with the other ranks on totals, plan, episodes.
+
+    With `trainer.overlap_learning` the update of this rollout starts on the learner's thread after
+    the agreement (so that no two collectives of a rank overlap) and is finished in the next
+    iteration; an iteration that ends in a checkpoint, the run's end or an interrupt finishes it at
+    once, so that nothing is in flight when a checkpoint is written."""
+    index = counters.updates
     tcfg, info = run.cfg.trainer, run.info
     mode, pcfg = str(tcfg.mode), tcfg.preemption
     # collect: VER with the Eq. 1 deadline, or DD-PPO's straggler test between ranks
@@ -283,7 +293,7 @@ def _iterate(run: _Run, index: int, plan: PreemptionPlan | None, previous: Rollo
     stop_early = None
     if mode != "ver" and info.is_distributed and bool(pcfg.enabled):
         stop_early = _ddppo_stop_check(done_counter, index, info.world_size, int(tcfg.num_steps), pcfg)
-    rollout = run.collector.collect(run.ppo.policy_version, deadline_s=plan.rollout_time if plan is not None else None,
+    rollout = run.collector.collect(run.learner.acting_version, deadline_s=plan.rollout_time if plan is not None else None,
                                     stop_early=stop_early)
     stats = run.collector.last_stats
     done_counter.mark_done(index)
@@ -293,9 +303,13 @@ def _iterate(run: _Run, index: int, plan: PreemptionPlan | None, previous: Rollo
     learn_rollout = rollout
     if mode == "ver" and stats.preempted and bool(pcfg.fill_from_previous):
         learn_rollout = fill_from_previous(rollout, previous, run.rows_per_rank)
+    learner = run.learner
     t_learn = time.monotonic()
-    with _torch_threads(int(tcfg.get("learner_threads") or 0)):  # the env workers wait meanwhile: their cores are free
-        learner_stats = run.ppo.update(learn_rollout)
+    done = learner.finish()  # overlap: the previous rollout's update; the acting network gets its weights
+    if not learner.overlap:
+        with _torch_threads(int(tcfg.get("learner_threads") or 0)):  # the env workers wait meanwhile: their cores are free
+            learner.start(learn_rollout)
+            done = learner.finish()
     learn_time = time.monotonic() - t_learn
 
     # agree: totals, the next rollout's deadline and the finished episodes of all ranks
@@ -307,9 +321,19 @@ def _iterate(run: _Run, index: int, plan: PreemptionPlan | None, previous: Rollo
         intervals = all_gather_objects(run.collector.step_intervals.means())
         new_plan = optimal_rollout_time(intervals, all_reduce_max(learn_time, info.device), run.rows_per_rank)
     episodes = [ep for rank_eps in all_gather_objects(stats.episodes) for ep in rank_eps]
+    if learner.overlap:  # every rank decides alike: the totals are agreed
+        interval = int(tcfg.checkpoint_interval)
+        drain = (totals.interrupted > 0 or counters.env_steps + int(totals.rows) >= run.total_steps
+                 or (interval > 0 and (index + 1) % interval == 0))
+        t_drain = time.monotonic()
+        learner.start(learn_rollout, background=not drain)
+        if drain:
+            done = learner.finish()
+            learn_time += time.monotonic() - t_drain
+    learner_stats, update_time = done if done is not None else ({}, 0.0)
     return _Iteration(rollout=rollout, learn_rows=len(learn_rollout), stats=stats, learner_stats=learner_stats,
-                      collect_time=collect_time, learn_time=learn_time, totals=totals, plan=new_plan,
-                      episodes=episodes)
+                      collect_time=collect_time, learn_time=learn_time, update_time=update_time, totals=totals,
+                      plan=new_plan, episodes=episodes)
 
 
 def _episode_metrics(episodes: list[dict]) -> dict[str, float]:
@@ -334,6 +358,7 @@ def _iteration_metrics(it: _Iteration, iter_time: float, sps_average: float, cou
         "perf/sps_average": sps_average,
         "perf/collect_time": it.collect_time,
         "perf/learn_time": it.learn_time,
+        "perf/update_time": it.update_time,
         "perf/inference_time": s.inference_time,
         "perf/env_wait_time": s.wait_time,
         "perf/env_step_time": s.env_step_time,
@@ -382,6 +407,7 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
         if tcfg.get("init_from"):  # fine-tune: a trained policy, everything else fresh
             restore_policy_state(load_checkpoint(resolve_checkpoint(str(tcfg.init_from))), run.actor_critic, run.ppo)
             broadcast_module(run.actor_critic)
+    run.learner.sync_acting()
 
     if info.is_main:
         write_text_atomic(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
@@ -403,7 +429,7 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
                 run.collector.interrupt_requested = lambda: interrupt.requested
             while counters.env_steps < run.total_steps:
                 t_iter = time.monotonic()
-                it = _iterate(run, counters.updates, plan, previous, done_counter, interrupt)
+                it = _iterate(run, counters, plan, previous, done_counter, interrupt)
                 plan, previous = it.plan, it.rollout
                 counters.env_steps += int(it.totals.rows)
                 counters.updates += 1
@@ -432,8 +458,10 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     except KeyboardInterrupt:
         interrupted = True
         log.warning("interrupted: writing a checkpoint of the last completed update")
+        run.learner.finish()  # an overlapped update in flight is counted already: let it complete
         last_saved = _save(run, counters, gather=False) or last_saved
     finally:
+        run.learner.close()
         run.collector.close()
         logger.close()
         torch.use_deterministic_algorithms(was_deterministic)
