@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import torch
 from configs.compose import compose
 from tests.test_trainer_checkpoint import make_learner, random_rollout
 from trainer.cli import make_gym_env
-from trainer.learner import Learner
+from trainer.learner import UPDATE_THREAD_NICE, Learner
 from trainer.train import train
 
 
@@ -110,3 +111,23 @@ def test_overlapped_rollouts_are_collected_one_update_behind(tmp_path):
     # other rollout was collected while the previous one's update ran, with the weights before it
     assert _lags(tmp_path / "sync", overlap=False) == [0.0] * 6
     assert _lags(tmp_path / "overlap", overlap=True) == [None, 0.0, 1.0, None, 0.0, 1.0]
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="per-thread nice is a Linux feature")
+def test_the_update_thread_runs_below_the_collectors_priority():
+    ac, ppo = make_learner()
+    learner = Learner(ppo, ac, overlap=True)
+    seen: list[int] = []
+    update = ppo.update
+
+    def recording_update(rollout, **kwargs):
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return update(rollout, **kwargs)
+
+    ppo.update = recording_update
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    learner.start(random_rollout(ac, 0))
+    learner.finish()
+    learner.close()
+    assert seen == [min(mine + UPDATE_THREAD_NICE, 19)]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # the caller's thread is untouched
