@@ -277,6 +277,11 @@ def _torch_threads(threads: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _checkpoint_due(updates: int, interval: int) -> bool:
+    """A checkpoint is written after update number `updates` (1-based) every `interval` updates (0: never)."""
+    return interval > 0 and updates % interval == 0
+
+
 def _iterate(run: _Run, counters: Counters, plan: PreemptionPlan | None, previous: Rollout | None,
              done_counter: RolloutDoneCounter, interrupt: _InterruptFlag) -> _Iteration:
     """Collect the next rollout, learn from it, and agree with the other ranks on totals, plan, episodes.
@@ -322,9 +327,8 @@ def _iterate(run: _Run, counters: Counters, plan: PreemptionPlan | None, previou
         new_plan = optimal_rollout_time(intervals, all_reduce_max(learn_time, info.device), run.rows_per_rank)
     episodes = [ep for rank_eps in all_gather_objects(stats.episodes) for ep in rank_eps]
     if learner.overlap:  # every rank decides alike: the totals are agreed
-        interval = int(tcfg.checkpoint_interval)
         drain = (totals.interrupted > 0 or counters.env_steps + int(totals.rows) >= run.total_steps
-                 or (interval > 0 and (index + 1) % interval == 0))
+                 or _checkpoint_due(index + 1, int(tcfg.checkpoint_interval)))
         t_drain = time.monotonic()
         learner.start(learn_rollout, background=not drain)
         if drain:
@@ -449,7 +453,7 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
                     pending_episodes = []
                 logger.progress(counters.env_steps, sps, float(np.mean(recent_returns)) if recent_returns else None)
 
-                if checkpoint_interval > 0 and (counters.updates % checkpoint_interval == 0 or finished):
+                if checkpoint_interval > 0 and (_checkpoint_due(counters.updates, checkpoint_interval) or finished):
                     last_saved = _save(run, counters) or last_saved
                     if bool(tcfg.deterministic) and not finished:
                         run.collector.reset_episodes()  # the resumed run starts from exactly these envs
