@@ -269,6 +269,7 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
         **summary,
         "failed_subtask": _count(first_missing_stage(o.stages, stage_names) for o in outcomes if not o.success),
         "end_reasons": _count(o.end_reason for o in outcomes),
+        "skill_calls": skill_call_summary(outcomes),
         "episodes": [o.to_dict() for o in outcomes],
         "config": {k: cfg[k] for k in ("hab_task", "agent")},
     }
@@ -281,6 +282,28 @@ def first_missing_stage(stages: Mapping[str, bool], order: Sequence[str]) -> str
         if not stages.get(name, False):
             return name
     return "goal"
+
+
+def skill_call_summary(outcomes: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """Per skill: its first calls on a target and its repeated calls (re-plans), with how many
+    succeeded (the call's effects held) and how the failed ones ended (`SkillRun.outcome`).
+
+    A repeated call is one whose label (skill and arguments) was called before in the episode, so a
+    skill that fails mostly on retries is failing on the targets that beat it the first time."""
+    out: dict[str, dict[str, Any]] = {}
+    for outcome in outcomes:
+        seen: set[str] = set()
+        for run in outcome.skill_runs:
+            entry = out.setdefault(run.skill, {kind: {"calls": 0, "succeeded": 0, "failed_by": {}}
+                                               for kind in ("first", "retry")})
+            part = entry["retry" if run.label in seen else "first"]
+            seen.add(run.label)
+            part["calls"] += 1
+            if run.effects_hold:
+                part["succeeded"] += 1
+            else:
+                part["failed_by"][run.outcome] = part["failed_by"].get(run.outcome, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def _count(values) -> dict[str, int]:
@@ -309,6 +332,11 @@ def print_summary(result: Mapping[str, Any], out_dir: Path) -> None:
     print(f"stage success (progressive): {stages}")
     if result["failed_skill"]:
         print(f"failed skills: {result['failed_skill']}; failed at stage: {result['failed_subtask']}")
+    calls = result.get("skill_calls") or {}
+    if calls:
+        print("skill calls succeeded (first try; repeated): " + ", ".join(
+            f"{name} {c['first']['succeeded']}/{c['first']['calls']}; {c['retry']['succeeded']}/{c['retry']['calls']}"
+            for name, c in calls.items()))
     steps = result["measures"].get("steps")
     replans = result["measures"].get("num_replans")
     if steps and replans:

@@ -65,6 +65,8 @@ def test_tiny_oracle_run_writes_results_and_chart(tmp_path, capsys):
     first_missing = next(n for n in result["stage_order"] if not episode["stages"][n])
     assert result["failed_subtask"] == {first_missing: 1}
     assert result["measures"]["steps"]["mean"] == 120
+    calls = result["skill_calls"]  # every call counted once, as a first try or a repeat
+    assert sum(c[k]["calls"] for c in calls.values() for k in ("first", "retry")) == len(episode["skill_calls"])
     with Image.open(out / "stages.png") as img:
         assert img.format == "PNG" and img.size[0] > 100
     assert "success" in capsys.readouterr().out
@@ -141,3 +143,24 @@ def test_help_shows_examples(capsys):
     assert exc.value.code == 0
     text = capsys.readouterr().out
     assert "examples:" in text and "--checkpoint-dir" in text and "tidy_house, prepare_groceries, set_table" in text
+
+
+def test_skill_call_summary_separates_first_tries_from_repeats():
+    from types import SimpleNamespace
+
+    from eval.agent import SkillRun
+    from eval.hab_eval import skill_call_summary
+
+    def run(label, skill, ok, outcome="done"):
+        return SkillRun(label=label, skill=skill, steps=10, outcome=outcome, effects_hold=ok)
+
+    episodes = [
+        SimpleNamespace(skill_runs=[run("pick(a)", "pick", False, "timeout"), run("nav(a)", "nav", True),
+                                    run("pick(a)", "pick", False, "timeout"), run("pick(a)", "pick", True),
+                                    run("pick(b)", "pick", True)]),
+        SimpleNamespace(skill_runs=[run("pick(a)", "pick", True)]),  # a new episode: a first try again
+    ]
+    summary = skill_call_summary(episodes)
+    assert summary["pick"]["first"] == {"calls": 3, "succeeded": 2, "failed_by": {"timeout": 1}}
+    assert summary["pick"]["retry"] == {"calls": 2, "succeeded": 1, "failed_by": {"timeout": 1}}
+    assert summary["nav"]["first"]["calls"] == 1 and summary["nav"]["retry"]["calls"] == 0
