@@ -179,8 +179,7 @@ def run_sample_factory(workload: Mapping[str, Any], cfg: Any, steps: int, warmup
             "timeout_s": timeout}
     spec_path = run_dir / "spec.json"
     write_json_atomic(spec_path, spec)
-    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"),
-           "PYTHONPATH": str(_repo_root()), "PYTHONNOUSERSITE": "1"}
+    env = {**os.environ, "PYTHONPATH": str(_repo_root()), "PYTHONNOUSERSITE": "1"}  # MUJOCO_GL: as bench_ver_run
     log_path = run_dir / "log.txt"
     with open(log_path, "w", encoding="utf-8") as log:
         try:

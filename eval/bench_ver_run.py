@@ -374,7 +374,10 @@ def launch(spec: dict[str, Any], ranks: int, run_dir: Path, timeout_s: float) ->
     worker = ["-m", "eval.bench_ver_run", str(spec_path)]
     if ranks > 1:  # one rank needs no launcher (the trainer runs single-rank without torchrun's variables)
         worker = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", *worker]
-    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"),
+    # MUJOCO_GL passes through unset: forcing egl made `import mujoco` itself fail where PyOpenGL finds no
+    # libEGL (a GPU machine with only NVIDIA's vendor library), though the ray-cast profile renders nothing;
+    # rearrange/render.py picks a working backend when a frame is needed
+    env = {**os.environ,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")]))}
     env.setdefault("OMP_NUM_THREADS", str(max(os.cpu_count() or 1, 1)))
     log_path = run_dir / "log.txt"
