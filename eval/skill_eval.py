@@ -9,7 +9,9 @@ split unless `--episodes-file` is given), and writes a JSON results file (atomic
 rate with a 95% bootstrap interval, every per-step measure's final value averaged over episodes
 (also with intervals), and one row per episode. `--video DIR` writes one MP4 per episode: the
 third-person RGB view next to the head depth, with skill, step, reward and success written below;
-the file name carries the episode id and success. A checkpoint is evaluated in the skill env it was
+the file name carries the episode id and success. `--workers N` runs the episodes in N processes, each
+with its own env and policy; every episode is a fresh reset of its own start state and its sampled actions
+are seeded by (seed, episode index), so the rows are the same as with one process. A checkpoint is evaluated in the skill env it was
 trained in (its config's skill and sim nodes: base movement, camera backend and size). Bad inputs
 (unknown skill, missing or corrupt checkpoint or episode file, a checkpoint of another skill, no shipped
 checkpoint for the skill, observations its env cannot give) exit with a one-line error and code 2.
@@ -21,7 +23,8 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--video", default=None, metavar="DIR", help="write one MP4 per episode into DIR")
     p.add_argument("--out", default=None, metavar="PATH",
                    help="results JSON (default runs/eval_skill/<skill>_<checkpoint|oracle>.json)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="run the episodes in N processes, same results as one (default 1; eval.workers)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("overrides", nargs="*",
                    help="config overrides, e.g. eval.bootstrap_samples=500, eval.deterministic=false, or for place "
@@ -198,21 +203,22 @@ def summarize(rows: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> dict
 # ----------------------------------------------------------------------------- main
 
 
-def _load_agent(args: argparse.Namespace, skill: str, deterministic: bool) -> Any:
-    if args.oracle:
+def _load_agent(checkpoint: str | None, skill: str, deterministic: bool) -> Any:
+    """The oracle (`checkpoint` None) or the checkpoint's policy; a bad checkpoint is a one-line error."""
+    if checkpoint is None:
         return OracleAgent(skill)
     from skills.policy import SkillPolicy
     from trainer.checkpoint import CheckpointError
 
     try:
-        policy = SkillPolicy.from_checkpoint(args.checkpoint, deterministic=deterministic)
+        policy = SkillPolicy.from_checkpoint(checkpoint, deterministic=deterministic)
     except CheckpointError as exc:
         exit_with_error(str(exc).splitlines()[0])
     except Exception as exc:  # a file torch cannot read is a bad input too, not a crash
-        exit_with_error(f"cannot load checkpoint {args.checkpoint}: {type(exc).__name__}: "
+        exit_with_error(f"cannot load checkpoint {checkpoint}: {type(exc).__name__}: "
                         f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
     if policy.skill.name != skill:
-        exit_with_error(f"checkpoint {args.checkpoint} is a '{policy.skill.name}' skill, not '{skill}'")
+        exit_with_error(f"checkpoint {checkpoint} is a '{policy.skill.name}' skill, not '{skill}'")
     return PolicyAgent(policy)
 
 
@@ -272,18 +278,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     seed = args.seed if args.seed is not None else int(ev["seed"])
     if count < 1:
         exit_with_error(f"--episodes must be >= 1, got {count}")
+    workers = args.workers if args.workers is not None else ev.get("workers", 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        exit_with_error(f"--workers (eval.workers) must be an int >= 1, got {workers!r}")
     if args.episodes_file is None and ev["episodes_file"] is not None:
         args.episodes_file = ev["episodes_file"]
 
     start_grasp = _start_grasp(args.skill, ev.get("start_grasp"))
     from skills.policy import set_inference_threads
 
-    set_inference_threads(ev["torch_threads"])
-    agent = _load_agent(args, args.skill, bool(ev["deterministic"]))
+    set_inference_threads(ev["torch_threads"])  # also while loading (the processes set their own)
+    checkpoint = None if args.oracle else args.checkpoint
+    agent = _load_agent(checkpoint, args.skill, bool(ev["deterministic"]))
     episodes = _episodes(args, args.skill, split, count, seed)
-
-    env = _make_env(agent, args.skill, episodes, args.checkpoint, start_grasp)
-    env.reset(seed=seed)
+    env = _make_env(agent, args.skill, episodes, args.checkpoint, start_grasp)  # checks the observations
 
     out = Path(args.out or ev["out"] or f"runs/eval_skill/{args.skill}_{agent.name}.json")
     video_dir = Path(args.video) if args.video else None
@@ -292,31 +300,20 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     from tqdm import tqdm
 
-    from skills.policy import seed_action_sampling
-
-    rows: list[dict[str, Any]] = []
+    job = EpisodeJob(skill=args.skill, checkpoint=checkpoint, deterministic=bool(ev["deterministic"]),
+                     episodes=episodes, start_grasp=start_grasp, seed=seed, torch_threads=int(ev["torch_threads"]),
+                     video_dir=video_dir, video_cfg=dict(cfg["video"]))
+    rows_by_index: dict[int, dict[str, Any]] = {}
     bar = tqdm(total=len(episodes), desc=f"eval-skill {args.skill}", unit="ep", disable=args.no_progress,
                file=sys.stderr)
     try:
-        for i in range(len(episodes)):
-            seed_action_sampling(seed, i)
-            if video_dir is None:
-                row = run_episode(env, agent, i, None, args.skill, cfg["video"])
-            else:
-                from eval.video import VideoWriter
-
-                tmp_name = f"{args.skill}_ep{i:04d}_inprogress.mp4"
-                with VideoWriter(video_dir / tmp_name) as writer:
-                    row = run_episode(env, agent, i, writer.append, args.skill, cfg["video"])
-                final = video_dir / _video_name(args.skill, row["episode_id"], row["success"])
-                os.replace(video_dir / tmp_name, final)
-                row["video"] = str(final)
-            rows.append(row)
+        for i, row in _run_episodes(job, env, agent, min(workers, len(episodes))):
+            rows_by_index[i] = row
             bar.update(1)
-            bar.set_postfix(success=f"{np.mean([r['success'] for r in rows]):.2f}")
+            bar.set_postfix(success=f"{np.mean([r['success'] for r in rows_by_index.values()]):.2f}")
     finally:
         bar.close()
-        env.close()
+    rows = [rows_by_index[i] for i in range(len(episodes))]
 
     from eval.metrics import write_json_atomic
 
@@ -332,6 +329,73 @@ def main(argv: Sequence[str] | None = None) -> None:
     if parts["by_receptacle"]:
         print("  by target receptacle: " + ", ".join(
             f"{k} {v['success']}/{v['episodes']}" for k, v in parts["by_receptacle"].items()))
+
+
+@dataclass
+class EpisodeJob:
+    """Everything an evaluation process needs to run any episode of the evaluation on its own."""
+
+    skill: str
+    checkpoint: str | None  # None: the oracle
+    deterministic: bool
+    episodes: list
+    start_grasp: dict[str, float] | None
+    seed: int
+    torch_threads: int
+    video_dir: Path | None
+    video_cfg: dict[str, Any]
+
+
+def _run_indexed(job: EpisodeJob, env: Any, agent: Any, index: int) -> dict[str, Any]:
+    """Episode `index` with its per-episode action seed; with a video dir, its MP4 beside the others."""
+    from skills.policy import seed_action_sampling
+
+    seed_action_sampling(job.seed, index)
+    if job.video_dir is None:
+        return run_episode(env, agent, index, None, job.skill, job.video_cfg)
+    from eval.video import VideoWriter
+
+    tmp_name = f"{job.skill}_ep{index:04d}_inprogress.mp4"
+    with VideoWriter(job.video_dir / tmp_name) as writer:
+        row = run_episode(env, agent, index, writer.append, job.skill, job.video_cfg)
+    final = job.video_dir / _video_name(job.skill, row["episode_id"], row["success"])
+    os.replace(job.video_dir / tmp_name, final)
+    row["video"] = str(final)
+    return row
+
+
+_PROCESS: dict[str, Any] = {}  # an evaluation process's job, env and agent (built once by _start_process)
+
+
+def _start_process(job: EpisodeJob) -> None:
+    from skills.policy import set_inference_threads
+
+    set_inference_threads(job.torch_threads)
+    agent = _load_agent(job.checkpoint, job.skill, job.deterministic)
+    env = _make_env(agent, job.skill, job.episodes, job.checkpoint, job.start_grasp)
+    env.reset(seed=job.seed)
+    _PROCESS.update(job=job, env=env, agent=agent)
+
+
+def _process_episode(index: int) -> tuple[int, dict[str, Any]]:
+    return index, _run_indexed(_PROCESS["job"], _PROCESS["env"], _PROCESS["agent"], index)
+
+
+def _run_episodes(job: EpisodeJob, env: Any, agent: Any, workers: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(index, row) of every episode as it finishes: here with `env` and `agent`, or in `workers` processes."""
+    if workers <= 1:
+        env.reset(seed=job.seed)
+        try:
+            for i in range(len(job.episodes)):
+                yield i, _run_indexed(job, env, agent, i)
+        finally:
+            env.close()
+        return
+    env.close()
+    import multiprocessing as mp
+
+    with mp.get_context("forkserver").Pool(workers, initializer=_start_process, initargs=(job,)) as pool:
+        yield from pool.imap_unordered(_process_episode, range(len(job.episodes)))
 
 
 def _start_grasp(skill: str, node: Mapping[str, Any] | None) -> dict[str, float] | None:
