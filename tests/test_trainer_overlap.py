@@ -131,3 +131,17 @@ def test_the_update_thread_runs_below_the_collectors_priority():
     learner.close()
     assert seen == [min(mine + UPDATE_THREAD_NICE, 19)]
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # the caller's thread is untouched
+
+
+def test_close_waits_for_a_failed_update_without_raising(caplog):
+    # training's `finally` calls close(), often while another error is propagating: it must not replace it
+    ac, ppo = make_learner()
+    learner = Learner(ppo, ac, overlap=True)
+
+    def broken_update(rollout, **kwargs):
+        raise FloatingPointError("nan in the loss")
+
+    ppo.update = broken_update
+    learner.start(random_rollout(ac, 0))
+    learner.close()
+    assert not learner.busy and "nan in the loss" in caplog.text

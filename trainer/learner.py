@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import os
 import threading
 import time
@@ -37,6 +38,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from trainer.networks import ActorCritic
 from trainer.ppo import PPO
 from trainer.rollout import Rollout
+
+log = logging.getLogger(__name__)
 
 
 class Learner:
@@ -93,12 +96,14 @@ class Learner:
         return done
 
     def close(self) -> None:
-        """Wait for a running update, then stop the thread."""
-        if self._pending is not None:
+        """Wait for a running update, then stop the thread. Never raises: it runs on the way out of training,
+        often after another error, which an update's own failure must not hide (it is logged instead)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
             try:
-                self._pending.result()
-            finally:
-                self._pending = None
+                pending.result()
+            except BaseException:  # noqa: BLE001 - logged; the error being handled is the one that matters
+                log.exception("the PPO update in flight when training stopped failed")
         if self._pool is not None:
             self._pool.shutdown(wait=True)
 
