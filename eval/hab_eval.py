@@ -26,6 +26,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,7 @@ EXAMPLES = """examples:
   eval-hab --scenario set_table --agent tp-srl --checkpoint-dir runs/skill --episodes 100   # train-skill runs
   eval-hab --scenario prepare_groceries --agent tp-srl-nonav --checkpoint-dir ckpts   # ckpts/<skill>.pt
   eval-hab --scenario set_table --agent tp-srl --mode fixed --episodes 50   # habitat-lab's fixed plan
+  eval-hab --scenario tidy_house --agent tp-srl --episodes 50 --workers 2   # two processes, same results
   eval-hab --scenario tidy_house --episodes 5 agent.max_replans=0 hab_task.max_steps=5000
   eval-hab --scenario set_table --agent tp-srl agent.checkpoints.pick=ckpts/pick.pt --checkpoint-dir ckpts
   eval-hab --scenario tidy_house --agent tp-srl 'agent.oracle_skills=[nav,place]'   # learned pick only
@@ -93,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="learned skills' checkpoints: DIR/<skill>.pt or the newest "
                         "DIR/<skill>/checkpoints/ckpt_<step>.pt, e.g. runs/skill (default: the shipped "
                         "checkpoints/<skill>.pt; agent.checkpoints.<skill>=PATH wins)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="run the episodes in N processes, same results as one (default: eval.workers, 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("overrides", nargs="*", help="Hydra overrides of configs/eval_hab.yaml, e.g. agent.max_replans=1")
     return p
@@ -119,6 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if count < 1:
         exit_with_error(f"--episodes must be >= 1, got {count}")
     seed = int(args.seed if args.seed is not None else ev["seed"])
+    workers = args.workers if args.workers is not None else ev.get("workers", 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        exit_with_error(f"--workers (eval.workers) must be an int >= 1, got {workers!r}")
     bad = [i for i in args.only or () if not 0 <= i < count]
     if bad:
         exit_with_error(f"--only: episode index {bad[0]} is not among the {count} episodes (0..{count - 1})")
@@ -133,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = evaluate(args.scenario, args.agent, episodes, cfg, seed=seed, split=split,
                           checkpoint_dir=args.checkpoint_dir, video_dir=args.video, progress=not args.no_progress,
-                          indices=None if args.only is None else list(dict.fromkeys(args.only)))
+                          indices=None if args.only is None else list(dict.fromkeys(args.only)), workers=workers)
     except UsageError as exc:
         exit_with_error(str(exc))
     write_outputs(result, out_dir)
@@ -183,22 +190,24 @@ def initial_plans(scenario: str, episodes: Sequence[Any]) -> list:
     return plans
 
 
-def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mapping[str, Any], *, seed: int = 0,
-             split: str = "val", checkpoint_dir: str | os.PathLike | None = None,
-             video_dir: str | os.PathLike | None = None, progress: bool = True,
-             indices: Sequence[int] | None = None,
-             on_skill_start: Callable[[Any, Any, bool], None] | None = None) -> dict[str, Any]:
-    """Run the agent on every episode, or on those of `indices` (each seeded by its index, so it acts as
-    in the full run); returns the results dict (see the module docstring). `on_skill_start(env, call,
-    retry)` is called before each skill call's first step (`HabAgent.on_skill_start`)."""
-    from tqdm import tqdm
+@dataclass
+class _Run:
+    """What one process evaluates with: the agent, the env, and which skills are learned or oracle."""
 
+    agent: Any
+    env: Any
+    checkpoints: dict[str, Any] | None
+    oracle_skills: list[str]
+
+
+def _set_up(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mapping[str, Any], seed: int,
+            checkpoint_dir: str | os.PathLike | None) -> _Run:
+    """The agent (its checkpoints resolved and loaded) and the env serving their observations; UsageError
+    for a missing or unusable checkpoint."""
     from eval.agent import make_agent, skills_in_plans
-    from eval.metrics import aggregate
     from eval.skill_library import CheckpointMissing, ObservationMismatch, resolve_checkpoints
     from rearrange.env import RearrangeEnv
     from rearrange.tasks.hab import HabTask
-    from skills.policy import seed_action_sampling
     from trainer.checkpoint import CheckpointError
 
     plans = initial_plans(scenario, episodes)
@@ -220,7 +229,6 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
                 with contextlib.suppress(CheckpointMissing):
                     checkpoints.update(resolve_checkpoints([skill], cfg["agent"]["checkpoints"], checkpoint_dir))
     agent = make_agent(agent_type, cfg["agent"], checkpoints)
-    agent.on_skill_start = on_skill_start
     if agent_type != "oracle":
         try:
             # the needed skills first (the env's camera follows the first loaded on a tie), then the rest
@@ -233,25 +241,88 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
     env = RearrangeEnv(HabTask(scenario, cfg, obs_keys=obs_keys), episodes, sim_cfg=sim_cfg, episode_order="cycle",
                        render_width=int(vcfg["width"]), render_height=int(vcfg["height"]))
     env.reset(seed=seed)
-    outcomes = []
+    return _Run(agent=agent, env=env, checkpoints=checkpoints, oracle_skills=oracle_skills)
+
+
+def _run_episode(run: _Run, index: int, seed: int, scenario: str, cfg: Mapping[str, Any],
+                 video_dir: str | os.PathLike | None) -> Any:
+    """Episode `index`, its sampled actions seeded by its index (so it acts as in any other run of it)."""
+    from skills.policy import seed_action_sampling
+
+    seed_action_sampling(seed, index)
+    recorder = None if video_dir is None else EpisodeVideo(Path(video_dir), scenario, cfg["video"])
     try:
-        order = range(len(episodes)) if indices is None else list(indices)
-        bar = tqdm(order, desc=f"eval-hab {scenario} ({agent_type})", unit="ep", disable=not progress)
-        for i in bar:
-            seed_action_sampling(seed, i)  # sampled skills: reproducible, per episode
-            recorder = None if video_dir is None else EpisodeVideo(Path(video_dir), scenario, vcfg)
-            try:
-                outcome = agent.run_episode(env, i, observer=recorder)
-            except BaseException:
-                if recorder is not None:
-                    recorder.abort()
-                raise
-            if recorder is not None:
-                recorder.finish(outcome.episode_id, outcome.success)
-            outcomes.append(outcome)
-            bar.set_postfix(success=f"{np.mean([o.success for o in outcomes]):.2f}")
+        outcome = run.agent.run_episode(run.env, index, observer=recorder)
+    except BaseException:
+        if recorder is not None:
+            recorder.abort()
+        raise
+    if recorder is not None:
+        recorder.finish(outcome.episode_id, outcome.success)
+    return outcome
+
+
+_PROCESS: dict[str, Any] = {}  # an evaluation process's run and settings (built once by _start_process)
+
+
+def _start_process(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mapping[str, Any], seed: int,
+                   checkpoint_dir: str | os.PathLike | None, video_dir: str | os.PathLike | None) -> None:
+    from skills.policy import set_inference_threads
+
+    set_inference_threads(cfg["eval"]["torch_threads"])
+    run = _set_up(scenario, agent_type, episodes, cfg, seed, checkpoint_dir)
+    _PROCESS.update(run=run, seed=seed, scenario=scenario, cfg=cfg, video_dir=video_dir)
+
+
+def _process_episode(index: int) -> tuple[int, Any]:
+    p = _PROCESS
+    return index, _run_episode(p["run"], index, p["seed"], p["scenario"], p["cfg"], p["video_dir"])
+
+
+def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mapping[str, Any], *, seed: int = 0,
+             split: str = "val", checkpoint_dir: str | os.PathLike | None = None,
+             video_dir: str | os.PathLike | None = None, progress: bool = True,
+             indices: Sequence[int] | None = None, workers: int = 1,
+             on_skill_start: Callable[[Any, Any, bool], None] | None = None) -> dict[str, Any]:
+    """Run the agent on every episode, or on those of `indices` (each seeded by its index, so it acts as
+    in the full run); returns the results dict (see the module docstring). `workers` > 1 runs the episodes
+    in that many processes, each with its own agent and env, with the same results. `on_skill_start(env,
+    call, retry)` is called before each skill call's first step (`HabAgent.on_skill_start`; one process only)."""
+    from tqdm import tqdm
+
+    from eval.metrics import aggregate
+
+    if workers > 1 and on_skill_start is not None:
+        raise ValueError("evaluate: on_skill_start needs workers=1 (it runs in this process)")
+    run = _set_up(scenario, agent_type, episodes, cfg, seed, checkpoint_dir)
+    run.agent.on_skill_start = on_skill_start
+    order = list(range(len(episodes))) if indices is None else list(indices)
+    workers = max(1, min(int(workers), len(order)))
+    by_index: dict[int, Any] = {}
+    pool = None
+    bar = tqdm(total=len(order), desc=f"eval-hab {scenario} ({agent_type})", unit="ep", disable=not progress)
+    try:
+        if workers == 1:
+            done = ((i, _run_episode(run, i, seed, scenario, cfg, video_dir)) for i in order)
+        else:
+            run.env.close()  # it checked the checkpoints and observations here; the processes build their own
+            import multiprocessing as mp
+
+            pool = mp.get_context("forkserver").Pool(workers, initializer=_start_process, initargs=(
+                scenario, agent_type, episodes, cfg, seed, checkpoint_dir, video_dir))
+            done = pool.imap_unordered(_process_episode, order)
+        for i, outcome in done:
+            by_index[i] = outcome
+            bar.update(1)
+            bar.set_postfix(success=f"{np.mean([o.success for o in by_index.values()]):.2f}")
     finally:
-        env.close()
+        bar.close()
+        run.env.close()
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    outcomes = [by_index[i] for i in order]
+    checkpoints, oracle_skills = run.checkpoints, run.oracle_skills
     stage_names: list[str] = []
     for o in outcomes:
         stage_names.extend(n for n in o.stages if n not in stage_names)

@@ -135,6 +135,12 @@ def test_only_runs_the_named_episodes_as_the_full_run_does(tmp_path, capsys):
     assert one[0] == both[1]
     err = one_line_exit_2(capsys, main, [*common, "--out", str(tmp_path / "bad"), "--only", "2"])
     assert "--only: episode index 2 is not among the 2 episodes (0..1)" in err
+    # the same holds across processes: two workers, each with its own agent and env, give the same rows
+    assert main([*common, "--out", str(tmp_path / "two"), "--workers", "2"]) == 0
+    two = json.loads((tmp_path / "two" / "results.json").read_text())
+    assert two["episodes"] == both
+    err = one_line_exit_2(capsys, main, [*common, "--out", str(tmp_path / "bad"), "--workers", "0"])
+    assert "--workers (eval.workers) must be an int >= 1, got 0" in err
 
 
 def test_help_shows_examples(capsys):
