@@ -54,7 +54,6 @@ def checkpoint_step(path: Path) -> int:
 
 def evaluate_checkpoint(path: str, episodes: int, split: str, seed: int) -> dict[str, Any]:
     """Success of one checkpoint on `episodes` episodes of `split` (deterministic actions), as eval-skill."""
-    os.environ.setdefault("MUJOCO_GL", "egl")
     import torch
 
     torch.set_num_threads(1)

@@ -263,7 +263,6 @@ def _episodes(args: argparse.Namespace, skill: str, split: str, count: int, seed
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    os.environ.setdefault("MUJOCO_GL", "egl")
     args = build_parser().parse_args(argv)
     require_choice("skill", args.skill, SKILLS)
     if not args.oracle:
