@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from configs.compose import ConfigError, compose, exit_with_error, require_choice, to_plain
     from eval.agent import AGENT_TYPES, check_agent_config
+    from eval.parallel import check_workers
     from rearrange.episodes import SCENARIO_KINDS, SPLITS
 
     args = build_parser().parse_args(argv)
@@ -123,9 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if count < 1:
         exit_with_error(f"--episodes must be >= 1, got {count}")
     seed = int(args.seed if args.seed is not None else ev["seed"])
-    workers = args.workers if args.workers is not None else ev.get("workers", 1)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        exit_with_error(f"--workers (eval.workers) must be an int >= 1, got {workers!r}")
+    workers = check_workers(args.workers if args.workers is not None else ev.get("workers", 1))
     bad = [i for i in args.only or () if not 0 <= i < count]
     if bad:
         exit_with_error(f"--only: episode index {bad[0]} is not among the {count} episodes (0..{count - 1})")
@@ -262,21 +261,18 @@ def _run_episode(run: _Run, index: int, seed: int, scenario: str, cfg: Mapping[s
     return outcome
 
 
-_PROCESS: dict[str, Any] = {}  # an evaluation process's run and settings (built once by _start_process)
-
-
-def _start_process(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mapping[str, Any], seed: int,
-                   checkpoint_dir: str | os.PathLike | None, video_dir: str | os.PathLike | None) -> None:
+def _set_up_process(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mapping[str, Any], seed: int,
+                    checkpoint_dir: str | os.PathLike | None, video_dir: str | os.PathLike | None) -> tuple:
+    """An evaluation process's own run and the settings `_indexed_episode` needs."""
     from skills.policy import set_inference_threads
 
     set_inference_threads(cfg["eval"]["torch_threads"])
-    run = _set_up(scenario, agent_type, episodes, cfg, seed, checkpoint_dir)
-    _PROCESS.update(run=run, seed=seed, scenario=scenario, cfg=cfg, video_dir=video_dir)
+    return _set_up(scenario, agent_type, episodes, cfg, seed, checkpoint_dir), seed, scenario, cfg, video_dir
 
 
-def _process_episode(index: int) -> tuple[int, Any]:
-    p = _PROCESS
-    return index, _run_episode(p["run"], index, p["seed"], p["scenario"], p["cfg"], p["video_dir"])
+def _indexed_episode(context: tuple, index: int) -> Any:
+    run, seed, scenario, cfg, video_dir = context
+    return _run_episode(run, index, seed, scenario, cfg, video_dir)
 
 
 def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mapping[str, Any], *, seed: int = 0,
@@ -291,6 +287,7 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
     from tqdm import tqdm
 
     from eval.metrics import aggregate
+    from eval.parallel import run_indexed
 
     if workers > 1 and on_skill_start is not None:
         raise ValueError("evaluate: on_skill_start needs workers=1 (it runs in this process)")
@@ -299,28 +296,17 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
     order = list(range(len(episodes))) if indices is None else list(indices)
     workers = max(1, min(int(workers), len(order)))
     by_index: dict[int, Any] = {}
-    pool = None
     bar = tqdm(total=len(order), desc=f"eval-hab {scenario} ({agent_type})", unit="ep", disable=not progress)
-    try:
-        if workers == 1:
-            done = ((i, _run_episode(run, i, seed, scenario, cfg, video_dir)) for i in order)
-        else:
-            run.env.close()  # it checked the checkpoints and observations here; the processes build their own
-            import multiprocessing as mp
-
-            pool = mp.get_context("forkserver").Pool(workers, initializer=_start_process, initargs=(
-                scenario, agent_type, episodes, cfg, seed, checkpoint_dir, video_dir))
-            done = pool.imap_unordered(_process_episode, order)
-        for i, outcome in done:
+    settings = (seed, scenario, cfg, video_dir)
+    try:  # with workers, `run` only checked the checkpoints and observations: each process builds its own
+        for i, outcome in run_indexed(order, _indexed_episode, (run, *settings), workers, _set_up_process,
+                                      (scenario, agent_type, episodes, cfg, seed, checkpoint_dir, video_dir)):
             by_index[i] = outcome
             bar.update(1)
             bar.set_postfix(success=f"{np.mean([o.success for o in by_index.values()]):.2f}")
     finally:
         bar.close()
         run.env.close()
-        if pool is not None:
-            pool.terminate()
-            pool.join()
     outcomes = [by_index[i] for i in order]
     checkpoints, oracle_skills = run.checkpoints, run.oracle_skills
     stage_names: list[str] = []

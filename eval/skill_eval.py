@@ -23,7 +23,7 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from configs.compose import ConfigError, compose, exit_with_error, require_choice, to_plain
+from eval.parallel import check_workers, run_indexed
 
 SKILLS = ("pick", "place", "nav", "open_fridge", "close_fridge", "open_cab", "close_cab")
 
@@ -277,9 +278,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     seed = args.seed if args.seed is not None else int(ev["seed"])
     if count < 1:
         exit_with_error(f"--episodes must be >= 1, got {count}")
-    workers = args.workers if args.workers is not None else ev.get("workers", 1)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        exit_with_error(f"--workers (eval.workers) must be an int >= 1, got {workers!r}")
+    workers = check_workers(args.workers if args.workers is not None else ev.get("workers", 1))
     if args.episodes_file is None and ev["episodes_file"] is not None:
         args.episodes_file = ev["episodes_file"]
 
@@ -305,13 +304,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows_by_index: dict[int, dict[str, Any]] = {}
     bar = tqdm(total=len(episodes), desc=f"eval-skill {args.skill}", unit="ep", disable=args.no_progress,
                file=sys.stderr)
+    env.reset(seed=seed)
     try:
-        for i, row in _run_episodes(job, env, agent, min(workers, len(episodes))):
+        for i, row in run_indexed(range(len(episodes)), _indexed_row, (job, env, agent),
+                                  min(workers, len(episodes)), _set_up_process, (job,)):
             rows_by_index[i] = row
             bar.update(1)
             bar.set_postfix(success=f"{np.mean([r['success'] for r in rows_by_index.values()]):.2f}")
     finally:
         bar.close()
+        env.close()
     rows = [rows_by_index[i] for i in range(len(episodes))]
 
     from eval.metrics import write_json_atomic
@@ -363,38 +365,19 @@ def _run_indexed(job: EpisodeJob, env: Any, agent: Any, index: int) -> dict[str,
     return row
 
 
-_PROCESS: dict[str, Any] = {}  # an evaluation process's job, env and agent (built once by _start_process)
-
-
-def _start_process(job: EpisodeJob) -> None:
+def _set_up_process(job: EpisodeJob) -> tuple[EpisodeJob, Any, Any]:
+    """An evaluation process's own (job, env, agent)."""
     from skills.policy import set_inference_threads
 
     set_inference_threads(job.torch_threads)
     agent = _load_agent(job.checkpoint, job.skill, job.deterministic)
     env = _make_env(agent, job.skill, job.episodes, job.checkpoint, job.start_grasp)
     env.reset(seed=job.seed)
-    _PROCESS.update(job=job, env=env, agent=agent)
+    return job, env, agent
 
 
-def _process_episode(index: int) -> tuple[int, dict[str, Any]]:
-    return index, _run_indexed(_PROCESS["job"], _PROCESS["env"], _PROCESS["agent"], index)
-
-
-def _run_episodes(job: EpisodeJob, env: Any, agent: Any, workers: int) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(index, row) of every episode as it finishes: here with `env` and `agent`, or in `workers` processes."""
-    if workers <= 1:
-        env.reset(seed=job.seed)
-        try:
-            for i in range(len(job.episodes)):
-                yield i, _run_indexed(job, env, agent, i)
-        finally:
-            env.close()
-        return
-    env.close()
-    import multiprocessing as mp
-
-    with mp.get_context("forkserver").Pool(workers, initializer=_start_process, initargs=(job,)) as pool:
-        yield from pool.imap_unordered(_process_episode, range(len(job.episodes)))
+def _indexed_row(context: tuple[EpisodeJob, Any, Any], index: int) -> dict[str, Any]:
+    return _run_indexed(*context, index)
 
 
 def _start_grasp(skill: str, node: Mapping[str, Any] | None) -> dict[str, float] | None:

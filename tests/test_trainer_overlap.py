@@ -70,7 +70,8 @@ def test_without_overlap_the_collector_acts_with_the_learners_own_network():
     learner.close()
 
 
-def test_an_error_in_the_overlapped_update_surfaces_at_finish():
+def _learner_whose_update_failed() -> Learner:
+    """An overlapping learner whose started update raises FloatingPointError("nan in the loss")."""
     ac, ppo = make_learner()
     learner = Learner(ppo, ac, overlap=True)
 
@@ -79,6 +80,11 @@ def test_an_error_in_the_overlapped_update_surfaces_at_finish():
 
     ppo.update = broken_update
     learner.start(random_rollout(ac, 0))
+    return learner
+
+
+def test_an_error_in_the_overlapped_update_surfaces_at_finish():
+    learner = _learner_whose_update_failed()
     with pytest.raises(FloatingPointError, match="nan in the loss"):
         learner.finish()
     assert not learner.busy
@@ -135,13 +141,6 @@ def test_the_update_thread_runs_below_the_collectors_priority():
 
 def test_close_waits_for_a_failed_update_without_raising(caplog):
     # training's `finally` calls close(), often while another error is propagating: it must not replace it
-    ac, ppo = make_learner()
-    learner = Learner(ppo, ac, overlap=True)
-
-    def broken_update(rollout, **kwargs):
-        raise FloatingPointError("nan in the loss")
-
-    ppo.update = broken_update
-    learner.start(random_rollout(ac, 0))
+    learner = _learner_whose_update_failed()
     learner.close()
     assert not learner.busy and "nan in the loss" in caplog.text
