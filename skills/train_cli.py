@@ -36,7 +36,8 @@ training profile, one switch: profile=cpu|paper|auto (configs/profile/; other ov
   profile=auto                      default: paper on a machine with a CUDA GPU, else cpu
   profile=paper                     the VER paper's setup (Table A1): 128x128 head depth, resnet18_half,
                                     16 envs x 128 steps per rollout; for GPU machines
-  profile=cpu                       feed-forward MLPs + 16x16 ray-cast depth, 16 envs in 2 processes:
+  profile=cpu                       feed-forward MLPs + 16x16 ray-cast depth, 16 envs in 2 processes,
+                                    the update overlapped with collection (trainer.overlap_learning):
                                     for a few CPU cores (values and measurements: configs/profile/cpu.yaml)
 
 overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups):

@@ -29,6 +29,7 @@ BAD_VALUES = [
     ("trainer.torch_threads=-1", "trainer.torch_threads", ">= 0"),
     ("trainer.learner_threads=-1", "trainer.learner_threads", ">= 0"),
     ("trainer.overlap_learning=1", "trainer.overlap_learning", "true or false"),
+    ("trainer.ppo.proximal_policy=newest", "trainer.ppo.proximal_policy", "behaviour, learner"),
     ("trainer.overlap_learning=true trainer.learner_threads=2", "trainer.learner_threads", "must be 0"),
     ("trainer.device=tpu", "trainer.device", "auto, cpu, cuda"),
     ("trainer.start_method=fork", "trainer.start_method", "forkserver, spawn"),

@@ -28,6 +28,8 @@ def test_profiles_set_their_values_and_overrides_win():
     cpu = compose("train_skill", ["profile=cpu"])
     assert cpu.profile == "cpu" and cpu.policy.architecture == "feedforward" and cpu.policy.prev_action
     assert (cpu.trainer.num_envs, cpu.trainer.envs_per_worker) == (16, 8)
+    assert cpu.trainer.overlap_learning and not paper.trainer.overlap_learning  # habitat's default in the paper's
+    assert (cpu.trainer.ppo.proximal_policy, paper.trainer.ppo.proximal_policy) == ("learner", "behaviour")
     assert cpu.sim.camera.head.backend == "raycast"
     assert (cpu.sim.camera.head.width, cpu.sim.camera.head.height) == (16, 16)
     mixed = compose("train_skill", ["profile=paper", "policy=mlp", "trainer.num_envs=2"])

@@ -246,3 +246,63 @@ def test_entropy_target_per_action_dimension(action_space, target):
     assert ppo.entropy_coef.target == target
     stats = ppo.update(collect(ppo.actor_critic, steps=16))
     assert stats["learner/entropy_target"] == target
+
+
+def test_adam_is_fused_and_a_checkpoint_without_it_resumes_without_it():
+    def ppo_and_rollout():
+        torch.manual_seed(5)
+        ac = ActorCritic(OBS_SPACE, gym.spaces.Box(-1, 1, (2,), np.float32), POLICY_CFG)
+        return ac, PPO(ac, PPO_CFG, total_updates=4, seed=0), collect(ac, steps=24)
+
+    ac, ppo, rollout = ppo_and_rollout()
+    assert ppo.optimizer.param_groups[0]["fused"] is True  # torch >= 2.4 has the CPU kernel
+    ppo.update(rollout)
+    fused_params = [p.detach().clone() for p in ac.parameters()]
+
+    ac, ppo, rollout = ppo_and_rollout()
+    plain = torch.optim.Adam(ppo.trainable_params, lr=ppo.base_lr, eps=PPO_CFG["eps"])
+    ppo.optimizer.load_state_dict(plain.state_dict())  # what resuming a run saved before the kernel does
+    assert not ppo.optimizer.param_groups[0]["fused"]
+    ppo.update(rollout)
+    for a, b in zip(fused_params, ac.parameters(), strict=True):
+        torch.testing.assert_close(a, b.detach(), rtol=1e-4, atol=1e-6)  # the same update up to rounding
+
+
+@pytest.mark.parametrize("recurrent", [True, False])
+def test_learner_proximal_policy_centres_the_clip_on_the_learner_and_weights_stale_rows(recurrent):
+    """Rows acted by a wider, older policy (log-std 0) and learned by a narrower one (log-std -1): with the
+    behaviour policy as the clip's centre, rows start outside the clip range; with the learner's, none do,
+    and the rows are weighted by min(1, pi_learner / pi_behaviour)."""
+    cfg = {**PPO_CFG, "lr": 1e-12, "ppo_epoch": 1, "num_mini_batch": 1}  # measure at the start, learn nothing
+    policy = POLICY_CFG if recurrent else {**POLICY_CFG, "architecture": "feedforward",
+                                           "feedforward": {"actor": [16], "critic": [16], "activation": "tanh"}}
+    stats = {}
+    for proximal in ("behaviour", "learner"):
+        torch.manual_seed(7)
+        ac = ActorCritic(OBS_SPACE, gym.spaces.Box(-1, 1, (2,), np.float32), policy)
+        assert ac.is_recurrent == recurrent
+        rollout = collect(ac, steps=64)  # acted with log-std 0
+        with torch.no_grad():
+            ac.action_head.log_std.fill_(-1.0)  # the learner has narrowed its policy since
+        stats[proximal] = PPO(ac, {**cfg, "proximal_policy": proximal}, total_updates=4, seed=0).update(rollout)
+        learner_log_probs, _ = reevaluate(ac, rollout)  # lr 1e-12: the learner's policy before and after
+    assert stats["behaviour"]["learner/clip_fraction"] > 0.3
+    assert stats["behaviour"]["learner/proximal_weight_mean"] == 1.0
+    assert stats["learner"]["learner/clip_fraction"] == 0.0
+    assert abs(stats["learner"]["learner/approx_kl"]) < 1e-6
+    assert 0.2 < stats["learner"]["learner/proximal_weight_mean"] < 1.0
+    weight = (learner_log_probs - rollout.log_probs).exp().clamp(max=1.0).mean()  # from the learner's log-probs
+    assert stats["learner"]["learner/proximal_weight_mean"] == pytest.approx(float(weight), rel=1e-5)
+
+
+def test_learner_proximal_policy_equals_behaviour_when_nothing_is_stale():
+    """Fresh rows (acted by the learner's own weights, no statistics changing): the same update either way."""
+    params = {}
+    for proximal in ("behaviour", "learner"):
+        torch.manual_seed(3)
+        ac = ActorCritic(OBS_SPACE, gym.spaces.Box(-1, 1, (2,), np.float32), POLICY_CFG)
+        rollout = collect(ac, steps=40)
+        PPO(ac, {**PPO_CFG, "proximal_policy": proximal}, total_updates=4, seed=0).update(rollout)
+        params[proximal] = [p.detach().clone() for p in ac.parameters()]
+    for a, b in zip(params["behaviour"], params["learner"], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)

@@ -230,7 +230,7 @@ def check_trainer(t: _Node) -> int:
 
 def check_ppo(p: _Node, rows_per_rank: int) -> None:
     """PPO settings (configs/trainer/ppo.yaml); mini-batches must fit in one rollout of T x N rows."""
-    from trainer.ppo import LR_SCHEDULES
+    from trainer.ppo import LR_SCHEDULES, PROXIMAL_POLICIES
 
     p.number("gamma", 0, 1, low_open=True)
     p.number("gae_lambda", 0, 1)
@@ -248,6 +248,7 @@ def check_ppo(p: _Node, rows_per_rank: int) -> None:
     p.boolean("normalize_reward", optional=True)
     p.number("reward_norm_clip", 0, low_open=True, optional=True)
     p.boolean("use_importance_weights")
+    p.choice("proximal_policy", PROXIMAL_POLICIES, optional=True)  # absent in configs saved before the key
     p.number("max_grad_norm", 0, low_open=True)
     p.number("lr", 0, low_open=True)
     p.number("eps", 0, low_open=True)

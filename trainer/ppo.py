@@ -14,12 +14,15 @@ Public API (what the training loop uses):
 keys (stable names): learner/value_loss, learner/action_loss, learner/entropy,
 learner/entropy_coef, learner/entropy_target, learner/approx_kl, learner/clip_fraction,
 learner/grad_norm, learner/is_weight_{min,mean,max}, learner/policy_lag_{mean,max},
-learner/fraction_stale, learner/lr, learner/explained_variance.
+learner/fraction_stale, learner/proximal_weight_mean, learner/lr, learner/explained_variance.
 
 Loss per mini-batch, with w the truncated VER importance weight of each row
 (`rollout.importance_weights()`, min(1, T / n_env)) and mean(w * term) for every term:
 
-    action_loss = mean(w * -min(r A, clip(r, 1 +- clip_param) A))
+    action_loss = mean(w * rho * -min(r A, clip(r, 1 +- clip_param) A))
+                  r = pi / pi_old; with proximal_policy=behaviour (default) pi_old is the acting policy and
+                  rho = 1; with proximal_policy=learner pi_old is the learner's policy as the update starts
+                  and rho = min(1, pi_old / pi_acting) (decoupled PPO, Hilton et al. 2021)
     value_loss  = mean(w * 0.5 * (V - R)^2)       or, with use_clipped_value_loss, the PPO2 max form
                   mean(w * 0.5 * max((V - R)^2, (V_old + clip(V - V_old, +-clip_param) - R)^2))
     entropy     = mean(w * H)
@@ -69,7 +72,20 @@ GradSync = Callable[[Iterable[nn.Parameter]], None]
 StatsSync = Callable[[torch.Tensor], None]
 
 LR_SCHEDULES = ("cosine", "constant")
+PROXIMAL_POLICIES = ("behaviour", "learner")  # what PPO's clip range is centred on (configs/trainer/ppo.yaml)
 
+
+
+def make_adam(params: list[torch.Tensor], lr: float, eps: float) -> torch.optim.Adam:
+    """Adam with torch's fused kernel where it has one for the parameters' device (CPU from torch 2.4, CUDA):
+    one C++ step instead of a Python loop over the tensors. Measured 2026-11-26 (skill_cpu network, one
+    thread): 0.52-0.87 -> 0.17-0.23 ms per step, and the learner thread holds the GIL less while the
+    collector acts (`trainer.overlap_learning`). Same update up to float rounding. A resumed run keeps
+    the kind of Adam its checkpoint was saved with (the saved param group carries the flag)."""
+    try:
+        return torch.optim.Adam(params, lr=lr, eps=eps, fused=True)
+    except RuntimeError:  # torch < 2.4 on CPU, or a device without the fused kernel
+        return torch.optim.Adam(params, lr=lr, eps=eps)
 
 class PPO:
     """The learner: owns the optimizer, the entropy coefficient and the update counter."""
@@ -95,6 +111,10 @@ class PPO:
         self.use_clipped_value_loss = bool(ppo_cfg["use_clipped_value_loss"])
         self.normalize_advantage = bool(ppo_cfg["normalize_advantage"])
         self.use_importance_weights = bool(ppo_cfg["use_importance_weights"])
+        self.proximal_policy = str(ppo_cfg.get("proximal_policy", "behaviour"))
+        if self.proximal_policy not in PROXIMAL_POLICIES:
+            raise ValueError(f"ppo.proximal_policy must be one of {', '.join(PROXIMAL_POLICIES)}; "
+                             f"got {self.proximal_policy!r}")
         self.max_grad_norm = float(ppo_cfg["max_grad_norm"])
         self.base_lr = float(ppo_cfg["lr"])
         self.lr_schedule = str(ppo_cfg["lr_schedule"])
@@ -121,7 +141,7 @@ class PPO:
         self.trainable_params = [p for p in actor_critic.parameters() if p.requires_grad]
         if self.entropy_coef.learned:
             self.trainable_params.append(self.entropy_coef.log_alpha)
-        self.optimizer = torch.optim.Adam(self.trainable_params, lr=self.base_lr, eps=float(ppo_cfg["eps"]))
+        self.optimizer = make_adam(self.trainable_params, self.base_lr, float(ppo_cfg["eps"]))
 
         if seed is None:
             seed = int(torch.randint(0, 2**62, (1,)).item())  # follows torch.manual_seed
@@ -191,6 +211,12 @@ class PPO:
             if self.reward_scaler is not None and sync_reward_scaler:  # the rewards are scaled already; this serves the next rollout
                 self.reward_scaler.sync(self.stats_sync)
             value_mean, value_std = ac.value_mean.clone(), ac.value_std.clone()
+            # the clip range's centre: the acting policy's log-probs, or the learner's as the epochs start
+            # (after the statistics above changed), with each row weighted by min(1, pi_learner / pi_behaviour)
+            old_log_probs, proximal_weight = rollout.log_probs, torch.ones_like(rollout.log_probs)
+            if self.proximal_policy == "learner":
+                old_log_probs = self._learner_log_probs(rollout)
+                proximal_weight = (old_log_probs - rollout.log_probs).exp().clamp(max=1.0)
 
         lr = self.lr_at(self.num_updates)
         for group in self.optimizer.param_groups:
@@ -213,12 +239,12 @@ class PPO:
                 )
                 w = weights[rows]
                 adv = advantages[rows]
-                log_ratio = out.log_prob - rollout.log_probs[rows]
+                log_ratio = out.log_prob - old_log_probs[rows]
                 ratio = log_ratio.exp()
                 surrogate = torch.min(
                     ratio * adv, ratio.clamp(1 - self.clip_param, 1 + self.clip_param) * adv
                 )
-                action_loss = (w * -surrogate).mean()
+                action_loss = (w * proximal_weight[rows] * -surrogate).mean()
                 value_loss = self.value_error(
                     (out.value - value_mean) / value_std,
                     (rollout.values[rows] - value_mean) / value_std,
@@ -264,6 +290,7 @@ class PPO:
                 "learner/policy_lag_mean": float(lag.mean()),
                 "learner/policy_lag_max": float(lag.max()),
                 "learner/fraction_stale": float((lag > 0).float().mean()),
+                "learner/proximal_weight_mean": float(proximal_weight.mean()),
                 "learner/lr": lr,
                 "learner/explained_variance": float(1 - (returns - rollout.values).var() / var_returns)
                 if var_returns > 0
@@ -271,6 +298,25 @@ class PPO:
             }
         )
         return stats
+
+    @torch.no_grad()
+    def _learner_log_probs(self, rollout: Rollout) -> torch.Tensor:
+        """Log-prob of every row's action under the current weights, in row order (evaluated in the
+        epochs' mini-batch layout, so memory stays as in training; the layout's order does not matter)."""
+        ac = self.actor_critic
+        device = rollout.log_probs.device
+        log_probs = torch.empty_like(rollout.log_probs)
+        layout = torch.Generator().manual_seed(0)  # not self.generator: the epochs' draws stay as they were
+        if ac.is_recurrent:
+            minibatches = build_minibatches(rollout, self.num_mini_batch, layout, self.max_seq_len)
+        else:
+            minibatches = build_row_minibatches(rollout, self.num_mini_batch, layout)
+        for mb in minibatches:
+            rows = mb.rows.to(device)
+            out = ac.evaluate({k: v[rows] for k, v in rollout.obs.items()}, rollout.actions[rows],
+                              rollout.hidden[mb.seq_first_rows.to(device)], mb.seq_lengths)
+            log_probs[rows] = out.log_prob
+        return log_probs
 
     def _minibatches(self, rollout: Rollout) -> list[MiniBatch]:
         if self.actor_critic.is_recurrent:
