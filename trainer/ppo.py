@@ -64,7 +64,7 @@ from torch import nn
 from trainer.entropy import entropy_coefficient_from_config
 from trainer.gae import compute_gae
 from trainer.minibatch import MiniBatch, build_minibatches, build_row_minibatches
-from trainer.networks import ActorCritic
+from trainer.networks import ActorCritic, EvalOutput
 from trainer.normalization import RewardScaler
 from trainer.rollout import Rollout
 
@@ -73,7 +73,6 @@ StatsSync = Callable[[torch.Tensor], None]
 
 LR_SCHEDULES = ("cosine", "constant")
 PROXIMAL_POLICIES = ("behaviour", "learner")  # what PPO's clip range is centred on (configs/trainer/ppo.yaml)
-
 
 
 def make_adam(params: list[torch.Tensor], lr: float, eps: float) -> torch.optim.Adam:
@@ -86,6 +85,7 @@ def make_adam(params: list[torch.Tensor], lr: float, eps: float) -> torch.optim.
         return torch.optim.Adam(params, lr=lr, eps=eps, fused=True)
     except RuntimeError:  # torch < 2.4 on CPU, or a device without the fused kernel
         return torch.optim.Adam(params, lr=lr, eps=eps)
+
 
 class PPO:
     """The learner: owns the optimizer, the entropy coefficient and the update counter."""
@@ -230,13 +230,7 @@ class PPO:
         steps = 0
         for _ in range(self.ppo_epoch):
             for mb in self._minibatches(rollout):
-                rows = mb.rows.to(device)
-                out = ac.evaluate(
-                    {k: v[rows] for k, v in rollout.obs.items()},
-                    rollout.actions[rows],
-                    rollout.hidden[mb.seq_first_rows.to(device)],
-                    mb.seq_lengths,
-                )
+                rows, out = self._evaluate(rollout, mb)
                 w = weights[rows]
                 adv = advantages[rows]
                 log_ratio = out.log_prob - old_log_probs[rows]
@@ -303,25 +297,27 @@ class PPO:
     def _learner_log_probs(self, rollout: Rollout) -> torch.Tensor:
         """Log-prob of every row's action under the current weights, in row order (evaluated in the
         epochs' mini-batch layout, so memory stays as in training; the layout's order does not matter)."""
-        ac = self.actor_critic
-        device = rollout.log_probs.device
         log_probs = torch.empty_like(rollout.log_probs)
         layout = torch.Generator().manual_seed(0)  # not self.generator: the epochs' draws stay as they were
-        if ac.is_recurrent:
-            minibatches = build_minibatches(rollout, self.num_mini_batch, layout, self.max_seq_len)
-        else:
-            minibatches = build_row_minibatches(rollout, self.num_mini_batch, layout)
-        for mb in minibatches:
-            rows = mb.rows.to(device)
-            out = ac.evaluate({k: v[rows] for k, v in rollout.obs.items()}, rollout.actions[rows],
-                              rollout.hidden[mb.seq_first_rows.to(device)], mb.seq_lengths)
+        for mb in self._minibatches(rollout, layout):
+            rows, out = self._evaluate(rollout, mb)
             log_probs[rows] = out.log_prob
         return log_probs
 
-    def _minibatches(self, rollout: Rollout) -> list[MiniBatch]:
+    def _evaluate(self, rollout: Rollout, mb: MiniBatch) -> tuple[torch.Tensor, EvalOutput]:
+        """The mini-batch's rows (on the rollout's device) and the network's log-probs, entropies and values there."""
+        device = rollout.log_probs.device
+        rows = mb.rows.to(device)
+        out = self.actor_critic.evaluate({k: v[rows] for k, v in rollout.obs.items()}, rollout.actions[rows],
+                                         rollout.hidden[mb.seq_first_rows.to(device)], mb.seq_lengths)
+        return rows, out
+
+    def _minibatches(self, rollout: Rollout, generator: torch.Generator | None = None) -> list[MiniBatch]:
+        """One epoch's mini-batches, drawn with `generator` (default: the update's own, `self.generator`)."""
+        generator = self.generator if generator is None else generator
         if self.actor_critic.is_recurrent:
-            return build_minibatches(rollout, self.num_mini_batch, self.generator, self.max_seq_len)
-        return build_row_minibatches(rollout, self.num_mini_batch, self.generator)
+            return build_minibatches(rollout, self.num_mini_batch, generator, self.max_seq_len)
+        return build_row_minibatches(rollout, self.num_mini_batch, generator)
 
     @torch.no_grad()
     def _update_value_normalization(self, returns: torch.Tensor) -> None:
