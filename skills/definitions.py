@@ -113,6 +113,16 @@ class SkillDef:
                 mean[k] = float(by_subset.get(name, 0.0))
         return mean
 
+    def action_dims(self, subsets: Sequence[str]) -> list[int]:
+        """The dimensions of this skill's action vector that the named subsets occupy (`skill_binary_actions`
+        in the training profile; subsets this skill lacks are ignored)."""
+        unknown = sorted(set(subsets) - set(ACTION_SLICES))
+        if unknown:
+            raise ValueError(f"skill_binary_actions has unknown action subset(s) {', '.join(unknown)}; "
+                             f"valid choices: {', '.join(ACTION_SLICES)}")
+        slices = self.subset_slices()
+        return [k for name in subsets if name in slices for k in range(slices[name].start, slices[name].stop)]
+
     def stop_value(self, action: Sequence[float] | np.ndarray) -> float:
         """The skill action's stop entry (0 if the skill has no stop)."""
         sl = self.subset_slices().get("stop")

@@ -196,6 +196,10 @@ def main(argv: list[str] | None = None) -> None:
         if initial_mean is not None:
             with open_dict(cfg):
                 cfg.policy.action.initial_mean = initial_mean
+        binary_dims = skill.action_dims(list(to_plain(cfg).get("skill_binary_actions") or []))
+        if binary_dims:
+            with open_dict(cfg):
+                cfg.policy.action.binary_dims = binary_dims
         check_config(cfg)
         episodes_path = prepare_dataset(cfg, output_dir)
     except (KeyError, ValueError, ConfigError) as exc:  # EpisodeFileError is a ValueError

@@ -295,6 +295,8 @@ def check_policy(p: _Node) -> None:
     if action.raw("initial_mean", optional=True) not in (None, _MISSING):
         bound = 1.0 if mean_activation == "tanh" else None
         action.number_list("initial_mean", None if bound is None else -bound, bound, open_ends=True)
+    if action.raw("binary_dims", optional=True) not in (None, _MISSING):
+        action.int_list("binary_dims", 0)
     low = action.number("min_log_std")
     high = action.number("max_log_std")
     if low is not None and high is not None and high <= low:

@@ -39,14 +39,14 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_sequence, unpack_sequence
 
-from trainer.distributions import CategoricalDist, DiagGaussian, make_action_head
+from trainer.distributions import CategoricalDist, DiagGaussian, GaussianBinary, make_action_head
 from trainer.encoders import make_visual_encoder
 from trainer.normalization import RunningMeanStd, StatsSync
 
 BOX_OBS_KEY = "obs"  # key used for a plain (non-Dict) Box observation space
 ARCHITECTURES = ("recurrent", "feedforward")
 FF_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
-ActionDist = DiagGaussian | CategoricalDist
+ActionDist = DiagGaussian | GaussianBinary | CategoricalDist
 
 
 @dataclass
