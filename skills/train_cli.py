@@ -37,8 +37,9 @@ training profile, one switch: profile=cpu|paper|auto (configs/profile/; other ov
   profile=paper                     the VER paper's setup (Table A1): 128x128 head depth, resnet18_half,
                                     16 envs x 128 steps per rollout; for GPU machines
   profile=cpu                       feed-forward MLPs + 16x16 ray-cast depth, 16 envs in 2 processes,
-                                    the update overlapped with collection (trainer.overlap_learning):
-                                    for a few CPU cores (values and measurements: configs/profile/cpu.yaml)
+                                    the update overlapped with collection (trainer.overlap_learning),
+                                    a binary (Bernoulli) stop (skill_binary_actions): for a few CPU cores
+                                    (values and measurements: configs/profile/cpu.yaml)
 
 overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups):
   trainer=ver|nover|sync            collection mode (configs/trainer/)

@@ -96,29 +96,37 @@ def test_profile_policy_builds_and_acts(profile):
     assert out.action.shape == (1, skill.action_dim) and torch.isfinite(out.value).all()
 
 
-@pytest.mark.parametrize(("skill", "profile", "expected"), [
-    ("nav", "cpu", [0.0, 0.0, -0.9]),   # base 2 + stop: the stop mean starts below its 0 threshold
-    ("open_fridge", "cpu", [0.0] * 10 + [-0.9]),
-    ("pick", "cpu", None),              # no stop subset: the head keeps its zero bias
-    ("nav", "paper", None),             # habitat's initialisation
+@pytest.mark.parametrize(("skill", "profile", "overrides", "expected", "binary"), [
+    ("nav", "cpu", [], [0.0, 0.0, -0.986], [2]),  # base 2 + stop: a binary stop, rarely fired at first
+    ("open_fridge", "cpu", [], [0.0] * 10 + [-0.986], [10]),
+    ("nav", "cpu", ["skill_binary_actions=[]", "skill_initial_action.stop=-0.9"], [0.0, 0.0, -0.9], None),
+    ("pick", "cpu", [], None, None),              # no stop subset: the head keeps its zero bias
+    ("nav", "paper", [], None, None),             # habitat's initialisation, every entry Gaussian
 ])
-def test_skill_initial_action_reaches_the_policy(skill, profile, expected, monkeypatch, tmp_path):
+def test_skill_initial_action_reaches_the_policy(skill, profile, overrides, expected, binary, monkeypatch, tmp_path):
     import trainer.cli
-    from trainer.distributions import GaussianHead
+    from trainer.distributions import GaussianBinary, GaussianHead
 
     seen = {}
     monkeypatch.setattr(train_cli, "prepare_dataset", lambda cfg, out: str(tmp_path / "eps.json.gz"))
     monkeypatch.setattr(trainer.cli, "run_training", lambda cfg, *args, **kwargs: seen.setdefault("cfg", cfg))
-    train_cli.main(["--skill", skill, "--out", str(tmp_path / "run"), f"profile={profile}", "trainer.device=cpu"])
+    train_cli.main(["--skill", skill, "--out", str(tmp_path / "run"), f"profile={profile}", "trainer.device=cpu",
+                    *overrides])
     action_cfg = to_plain(seen["cfg"])["policy"]["action"]
     assert action_cfg.get("initial_mean") == expected
-    if expected is not None:  # the untrained head's mean on zero features is exactly the configured one
+    assert action_cfg.get("binary_dims") == binary
+    if expected is not None:  # the untrained head's expected action on zero features is the configured one
         head = GaussianHead(8, len(expected), action_cfg)
         with torch.no_grad():
-            mean = head(torch.zeros(1, 8)).mode()[0]
-        assert torch.allclose(mean, torch.tensor(expected), atol=1e-6)
-        stop_probability = torch.distributions.Normal(mean[-1], head.log_std.detach()[-1].exp()).cdf(torch.tensor(0.0))
-        assert 1.0 - float(stop_probability) < 0.01  # stop (> 0) on under 1% of the first steps
+            dist = head(torch.zeros(1, 8))
+        assert torch.allclose(dist.mean[0], torch.tensor(expected), atol=1e-5)
+        if binary:
+            assert isinstance(dist, GaussianBinary)
+            stop_probability = float(torch.sigmoid(dist.logits[0, -1]))
+        else:
+            normal = torch.distributions.Normal(dist.mean[0, -1], head.log_std.detach()[-1].exp())
+            stop_probability = 1.0 - float(normal.cdf(torch.tensor(0.0)))
+        assert 0.001 < stop_probability < 0.01  # stop (> 0) on under 1% of the first steps
 
 
 def test_bad_skill_initial_action_is_one_line(capsys, tmp_path, monkeypatch):
