@@ -11,7 +11,9 @@ Pick, place and nav draw the receptacle their target sits on or goes to from ope
 shelves and drawers (`skill_targets.shares`, like habitat's rearrange_easy, where the fridge and
 drawers are open receptacles); the container holding it is open, the others shut. Nav starts anywhere
 >= `nav.min_start_distance` from its goal, or (`nav.start_at_receptacle_prob`) beside a receptacle,
-facing it, where a pick or place leaves the robot in a HAB task.
+facing it, where a pick or place leaves the robot in a HAB task; and (`nav.to_shut_container_prob`) a nav
+whose target lies in a container may drive to that container's handle with the container shut, as HAB's
+navigation before opening the fridge or a drawer does, past drawers left open (`nav.open_drawer_prob`).
 
 Object kinds are drawn once per (dataset seed, kind, layout), so all episodes of one layout use the
 same `RearrangeSim` model (cheap resets in the env, one sim build per layout here).
@@ -93,6 +95,7 @@ class _Draw:
     where: str | None = None
     holding: bool = False
     at_receptacle: bool = False  # nav: start beside a receptacle, facing it (where a pick or place ends)
+    to_handle: bool = False  # nav: drive to the handle of the target's container, which stays shut
 
 
 _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
@@ -109,27 +112,31 @@ def _draw(kind: str, cfg: Mapping[str, Any], seed: int, index: int, rng: np.rand
     where = RECEPTACLE_KINDS[min(int(np.searchsorted(cum, u, side="right")), len(cum) - 1)]
     holding = kind == "nav" and bool(rng.random() < cfg["nav"]["object_in_hand_prob"])
     # drawn only when on, so that datasets made with it off keep their episodes
-    p_rec = _nav_receptacle_start_prob(cfg) if kind == "nav" else 0.0
+    p_rec = _nav_prob(cfg, "start_at_receptacle_prob") if kind == "nav" else 0.0
     at_receptacle = p_rec > 0 and bool(rng.random() < p_rec)
-    return _Draw(where, holding, at_receptacle)
+    p_shut = _nav_prob(cfg, "to_shut_container_prob") if kind == "nav" else 0.0
+    to_handle = p_shut > 0 and bool(rng.random() < p_shut) and where != "surface" and not holding
+    return _Draw(where, holding, at_receptacle, to_handle)
 
 
 def check_generator_config(kind: str, cfg: Mapping[str, Any]) -> None:
     """ValueError (one line naming the key) for a bad share or probability that `kind` would use."""
     if kind in MOVE_SKILLS:
         _shares(cfg, kind)
-        _nav_receptacle_start_prob(cfg)
+        _nav_prob(cfg, "start_at_receptacle_prob")
+        _nav_prob(cfg, "to_shut_container_prob")
+        _nav_prob(cfg, "open_drawer_prob")
 
 
-def _nav_receptacle_start_prob(cfg: Mapping[str, Any]) -> float:
-    """`nav.start_at_receptacle_prob` (0 when absent; ValueError outside [0, 1])."""
-    value = cfg["nav"].get("start_at_receptacle_prob", 0.0)
+def _nav_prob(cfg: Mapping[str, Any], key: str) -> float:
+    """The probability `nav.<key>` (0 when absent; ValueError outside [0, 1])."""
+    value = cfg["nav"].get(key, 0.0)
     try:
         p = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"nav.start_at_receptacle_prob must be a number in [0, 1], got '{value}'") from None
+        raise ValueError(f"nav.{key} must be a number in [0, 1], got '{value}'") from None
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"nav.start_at_receptacle_prob must be in [0, 1], got {p}")
+        raise ValueError(f"nav.{key} must be in [0, 1], got {p}")
     return p
 
 
@@ -220,9 +227,15 @@ def _plan(kind: str, ctx: LayoutContext, rng: np.random.Generator, draw: _Draw) 
         starts[t], goal = (other, inside) if at_goal else (inside, other)
         targets.append((f"obj_{t}", goal))
         container = layout.receptacles[inside].container
-        if container is not None:  # opened, like rearrange_easy's containers; the others stay shut
+        if container is not None and draw.to_handle:  # shut: nav drives to its handle (HAB's nav before open)
+            info["nav_to_container"] = container
+        elif container is not None:  # opened, like rearrange_easy's containers; the others stay shut
             art[container] = open_state(layout, container, cfg)
         info["receptacle_kind"] = draw.where
+        p_open = _nav_prob(cfg, "open_drawer_prob") if kind == "nav" else 0.0
+        for name in sorted(layout.articulated) if p_open > 0 else ():  # drawers a HAB task left open
+            if layout.articulated[name].joint_type == "slide" and name != container and rng.random() < p_open:
+                art[name] = open_state(layout, name, cfg)
     elif kind in SKILL_KINDS:
         t = int(rng.integers(n))
         if kind in ("open_cab", "close_cab"):
@@ -363,6 +376,8 @@ def _spawn(kind: str, ctx: LayoutContext, rng: np.random.Generator,
         return ctx.spawn_near(rng, pos[:2], settled, art, grasped=target if kind == "place" else None, sees=sees)
     if kind == "nav":
         goal = np.asarray(goals[0].goal_pos) if draw.holding else settled[target][0]
+        if "nav_to_container" in info:  # the handle of the shut container (HAB grounds nav to it so)
+            goal = np.asarray(ctx.layout.articulated[info["nav_to_container"]].handle_box.center, dtype=np.float64)
         info["nav_goal"] = [float(v) for v in goal]
         if draw.holding:
             info["start_holding"] = target
