@@ -233,9 +233,10 @@ def _plan(kind: str, ctx: LayoutContext, rng: np.random.Generator, draw: _Draw) 
             art[container] = open_state(layout, container, cfg)
         info["receptacle_kind"] = draw.where
         p_open = _nav_prob(cfg, "open_drawer_prob") if kind == "nav" else 0.0
-        for name in sorted(layout.articulated) if p_open > 0 else ():  # drawers a HAB task left open
-            if layout.articulated[name].joint_type == "slide" and name != container and rng.random() < p_open:
-                art[name] = open_state(layout, name, cfg)
+        if p_open > 0:  # drawers a HAB task left open (no draw when off: older datasets stay as they were)
+            for name in sorted(layout.articulated):
+                if layout.articulated[name].joint_type == "slide" and name != container and rng.random() < p_open:
+                    art[name] = open_state(layout, name, cfg)
     elif kind in SKILL_KINDS:
         t = int(rng.integers(n))
         if kind in ("open_cab", "close_cab"):

@@ -18,7 +18,7 @@ values; the observation keys are the sensors' names):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -101,10 +101,7 @@ class SkillDef:
         """The untrained policy's action mean, one value per dimension, from per-subset values
         (`skill_initial_action` in the training profile; subsets it leaves out start at 0, subsets
         this skill lacks are ignored). None where no subset of this skill is given."""
-        unknown = sorted(set(by_subset) - set(ACTION_SLICES))
-        if unknown:
-            raise ValueError(f"skill_initial_action has unknown action subset(s) {', '.join(unknown)}; "
-                             f"valid choices: {', '.join(ACTION_SLICES)}")
+        _check_subsets("skill_initial_action", by_subset)
         if not set(by_subset) & set(self.action_subsets):
             return None
         mean = [0.0] * self.action_dim
@@ -116,10 +113,7 @@ class SkillDef:
     def action_dims(self, subsets: Sequence[str]) -> list[int]:
         """The dimensions of this skill's action vector that the named subsets occupy (`skill_binary_actions`
         in the training profile; subsets this skill lacks are ignored)."""
-        unknown = sorted(set(subsets) - set(ACTION_SLICES))
-        if unknown:
-            raise ValueError(f"skill_binary_actions has unknown action subset(s) {', '.join(unknown)}; "
-                             f"valid choices: {', '.join(ACTION_SLICES)}")
+        _check_subsets("skill_binary_actions", subsets)
         slices = self.subset_slices()
         return [k for name in subsets if name in slices for k in range(slices[name].start, slices[name].stop)]
 
@@ -127,6 +121,14 @@ class SkillDef:
         """The skill action's stop entry (0 if the skill has no stop)."""
         sl = self.subset_slices().get("stop")
         return 0.0 if sl is None else float(np.asarray(action, dtype=np.float64).reshape(-1)[sl][0])
+
+
+def _check_subsets(key: str, names: Iterable[str]) -> None:
+    """ValueError (one line naming `key` and the valid choices) for a name that is not an action subset."""
+    unknown = sorted(set(names) - set(ACTION_SLICES))
+    if unknown:
+        raise ValueError(f"{key} has unknown action subset(s) {', '.join(unknown)}; "
+                         f"valid choices: {', '.join(ACTION_SLICES)}")
 
 
 def skill_def_from_config(cfg: Mapping[str, Any]) -> SkillDef:

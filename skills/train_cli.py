@@ -193,11 +193,12 @@ def main(argv: list[str] | None = None) -> None:
         skill = skill_def_from_config(skill_cfg)
         make_skill_task(skill_cfg)  # a skill config the task cannot use fails here, before any worker starts
         oracle_start = OracleStartConfig.from_node(skill_cfg.get("oracle_start"), skill.name)
-        initial_mean = skill.initial_action_mean(to_plain(cfg).get("skill_initial_action") or {})
+        plain = to_plain(cfg)
+        initial_mean = skill.initial_action_mean(plain.get("skill_initial_action") or {})
         if initial_mean is not None:
             with open_dict(cfg):
                 cfg.policy.action.initial_mean = initial_mean
-        binary_dims = skill.action_dims(list(to_plain(cfg).get("skill_binary_actions") or []))
+        binary_dims = skill.action_dims(list(plain.get("skill_binary_actions") or []))
         if binary_dims:
             with open_dict(cfg):
                 cfg.policy.action.binary_dims = binary_dims

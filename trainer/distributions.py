@@ -69,7 +69,11 @@ class GaussianBinary:
         self.gaussian = DiagGaussian(torch.tanh(cont_mean) if squash_mean else cont_mean,
                                      log_std.index_select(-1, continuous))
         self.logits = head_out.index_select(-1, binary)
-        self.mean = self._combine(self.gaussian.mean, torch.tanh(self.logits / 2))
+
+    @property
+    def mean(self) -> torch.Tensor:
+        """Built on demand (behaviour cloning reads it; acting and PPO's evaluation do not)."""
+        return self._combine(self.gaussian.mean, torch.tanh(self.logits / 2))
 
     def _combine(self, cont: torch.Tensor, binary: torch.Tensor) -> torch.Tensor:
         out = cont.new_empty(cont.shape[:-1] + (cont.shape[-1] + binary.shape[-1],))
