@@ -48,6 +48,15 @@ class Receptacle:
         c, s = np.cos(self.yaw), np.sin(self.yaw)
         return np.array([self.center[0] + c * u - s * v, self.center[1] + s * u + c * v])
 
+    def holds(self, point: np.ndarray, pad: float = 0.05, height: float = 0.45) -> bool:
+        """Whether the 3-D `point` lies over this surface (its footprint grown by `pad` on each side)
+        and at most `height` above it (`pad` below it)."""
+        p = np.asarray(point, dtype=np.float64)
+        c, s = np.cos(self.yaw), np.sin(self.yaw)
+        dx, dy = p[0] - self.center[0], p[1] - self.center[1]
+        return (abs(c * dx + s * dy) <= self.half_extent[0] + pad and abs(-s * dx + c * dy) <= self.half_extent[1] + pad
+                and self.center[2] - pad <= p[2] <= self.center[2] + height)
+
 
 @dataclass(frozen=True)
 class Articulated:
@@ -99,3 +108,10 @@ class ApartmentLayout:
     def obstacles_2d(self) -> list[Box]:
         """Every box the robot base collides with: walls plus furniture footprints."""
         return list(self.walls) + list(self.footprints)
+
+    def container_receptacle_at(self, point: np.ndarray) -> Receptacle | None:
+        """The container receptacle (a fridge shelf, a drawer's box) whose inside holds the 3-D `point`
+        (within 5 cm of its footprint, at most 0.45 m above it), or None when the point is in no container."""
+        if np.asarray(point).shape[0] < 3:
+            return None
+        return next((rec for rec in self.receptacles.values() if rec.container is not None and rec.holds(point)), None)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 _SQRT2 = float(np.sqrt(2.0))
 _PURSUIT_CANDIDATES = 48  # cells nearest the goal whose straight segments path_heading checks
+_MAX_PURSUIT_POINTS = 4096  # cached pursuit points (field, cell) of path_heading / field_heading
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -112,6 +113,8 @@ class NavMap:
         self._snap_dist = dist * self.resolution
         self._snap_idx = idx
         self._fields: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._region_fields: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._pursuit_points: OrderedDict[tuple, tuple[np.ndarray, np.ndarray | None]] = OrderedDict()
         self._cache_size = int(cache_size)
 
     # ------------------------------------------------------------------ grid helpers
@@ -257,6 +260,24 @@ class NavMap:
         field[self._cells[:, 0], self._cells[:, 1]] = d
         return field
 
+    def cached_region_field(self, xy: Sequence[float], radius: float,
+                            opening: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+        """`region_distance_field` of the cell holding `xy`, cached like `distance_field` (for a target
+        asked for every step, such as an object waiting to be picked)."""
+        cell = tuple(np.floor((np.asarray(xy[:2], dtype=np.float64) - self.origin) / self.resolution).astype(int))
+        key = (cell, float(radius), None if opening is None else
+               (tuple(np.round(np.asarray(opening[0], dtype=np.float64), 3)), float(opening[1])))
+        field = self._region_fields.get(key)
+        if field is not None:
+            self._region_fields.move_to_end(key)
+            return field
+        centre = self.origin + (np.asarray(cell) + 0.5) * self.resolution
+        field = self.region_distance_field(centre, radius, opening)
+        self._region_fields[key] = field
+        if len(self._region_fields) > self._cache_size:
+            self._region_fields.popitem(last=False)
+        return field
+
     def path_heading(self, a_xy: Sequence[float], goal_xy: Sequence[float],
                      lookahead: float = 1.0) -> tuple[float, np.ndarray] | None:
         """(geodesic distance a -> goal, world unit vector along the shortest path from a), or None when
@@ -267,14 +288,30 @@ class NavMap:
         behind a wall), the one nearest the goal with a clear segment from a's cell. Within one cell of
         the goal, or when no segment is clear: the goal direction or the next cell downhill."""
         field = self.distance_field(goal_xy)
+        return None if field is None else self.field_heading(field, a_xy, goal_xy, lookahead)
+
+    def field_heading(self, field: np.ndarray, a_xy: Sequence[float], goal_xy: Sequence[float],
+                      lookahead: float = 1.0) -> tuple[float, np.ndarray] | None:
+        """`path_heading` on a given distance field (e.g. a `region_distance_field`); `goal_xy` is the
+        direction used within one cell of the goal (the field's zero). None when a's cell is unreachable."""
         cell = self.snap_cell(a_xy, max_dist=float("inf"))
-        if field is None or cell is None or not np.isfinite(field[cell]):
+        if cell is None or not np.isfinite(field[cell]):
             return None
         here = float(field[cell])
         a = np.asarray(a_xy[:2], dtype=np.float64)
-        to_goal = np.asarray(goal_xy[:2], dtype=np.float64) - a
-        if here <= self.resolution:
-            return here, _unit(to_goal)
+        point = None if here <= self.resolution else self._pursuit_point(field, cell, here, lookahead)
+        return here, _unit((np.asarray(goal_xy[:2], dtype=np.float64) if point is None else point) - a)
+
+    def _pursuit_point(self, field: np.ndarray, cell: tuple[int, int], here: float,
+                       lookahead: float) -> np.ndarray | None:
+        """The world point `field_heading` steers a base in `cell` at (None: straight at the goal). It
+        depends on the field and the cell only, so it is cached: a policy standing still (arm work) or
+        crossing a cell over several steps pays for the segment checks once."""
+        key = (id(field), cell, float(lookahead))
+        hit = self._pursuit_points.get(key)
+        if hit is not None and hit[0] is field:  # the same array, not a new one at a reused address
+            self._pursuit_points.move_to_end(key)
+            return hit[1]
         k = int(np.ceil(lookahead / self.resolution))
         lo = np.maximum(np.asarray(cell) - k, 0)
         hi = np.minimum(np.asarray(cell) + k + 1, self.shape)
@@ -286,15 +323,21 @@ class NavMap:
         straight = np.linalg.norm(centers - start, axis=1)
         values = window[ii, jj]
         keep = (straight <= lookahead) & (values >= here - 1.09 * straight - self.resolution)
-        if not keep.any():
-            return here, _unit(to_goal)
-        centers, values = centers[keep], values[keep]
-        order = np.argsort(values, kind="stable")[:_PURSUIT_CANDIDATES]
-        for chunk in (order[:8], order[8:]):  # the first few are clear almost always
-            clear = self._segments_clear(start, centers[chunk])  # an empty chunk gives an empty mask
-            if clear.any():
-                return here, _unit(centers[chunk[int(np.argmax(clear))]] - a)
-        return here, _unit(self._downhill_neighbour(cell, field) - a)
+        point = None
+        if keep.any():
+            centers, values = centers[keep], values[keep]
+            order = np.argsort(values, kind="stable")[:_PURSUIT_CANDIDATES]
+            for chunk in (order[:8], order[8:]):  # the first few are clear almost always
+                clear = self._segments_clear(start, centers[chunk])  # an empty chunk gives an empty mask
+                if clear.any():
+                    point = centers[chunk[int(np.argmax(clear))]]
+                    break
+            else:
+                point = self._downhill_neighbour(cell, field)
+        self._pursuit_points[key] = (field, point)
+        if len(self._pursuit_points) > _MAX_PURSUIT_POINTS:
+            self._pursuit_points.popitem(last=False)
+        return point
 
     def _downhill_neighbour(self, cell: tuple[int, int], field: np.ndarray) -> np.ndarray:
         """World centre of the 8-neighbour of `cell` nearest the goal on `field` (the grid path's next cell)."""

@@ -31,6 +31,7 @@ SENSOR_NAMES = (
     "obj_goal_sensor",
     "goal_to_agent_gps_compass",
     "goal_path_compass",
+    "obj_path_compass",
     "marker_rel_pos",
     "localization_sensor",
 )
@@ -135,6 +136,42 @@ def goal_path_compass(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     return np.array([distance, np.cos(bearing), np.sin(bearing)], dtype=np.float32)
 
 
+# obj_path_compass's reach region: the pick approach term's (configs/skill/pick.yaml approach_reach,
+# approach_opening_halfwidth), the navigable base points from which the generator guarantees a reach
+OBJ_PATH_REACH = 0.8
+OBJ_PATH_OPENING_HALFWIDTH = 0.25
+
+
+def obj_path_compass(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
+    """(geodesic distance from the base to where the target object can be reached, cos, sin of the
+    shortest path's bearing there in the base frame), on the nav map with the open doors and drawers
+    where they are (`navmap.planning_map`). "Where it can be reached": the navigable base points within
+    `OBJ_PATH_REACH` of the object, and for an object in a container only those straight out of its
+    opening (`NavMap.region_distance_field`, as the pick approach term measures it). Inside that region
+    the distance is 0 and the bearing points at the object. goal_path_compass's map reading for pick
+    (deviation: habitat's pick sees only the straight ee->object offset, which points through the
+    furniture an object must be approached round); (0, 1, 0) while the object is held, zeros without a
+    target object."""
+    if target.object is None:
+        return np.zeros(3, dtype=np.float32)
+    if sim.grasped == target.object:
+        return np.array([0.0, 1.0, 0.0], dtype=np.float32)
+    from rearrange.navmap import planning_map
+
+    navmap = planning_map(sim)
+    obj = np.asarray(sim.object_pos(target.object), dtype=np.float64)
+    rec = sim.layout.container_receptacle_at(obj)
+    opening = None
+    if rec is not None:
+        opening = (sim.layout.articulated[rec.container].opening_outward(), OBJ_PATH_OPENING_HALFWIDTH)
+    field = navmap.cached_region_field(obj[:2], OBJ_PATH_REACH, opening)
+    base = np.asarray(sim.base_xy, dtype=np.float64)
+    found = navmap.field_heading(field, base, obj[:2], PATH_LOOKAHEAD)
+    distance, direction = (float(np.linalg.norm(obj[:2] - base)), obj[:2] - base) if found is None else found
+    bearing = float(np.arctan2(direction[1], direction[0])) - float(sim.base_yaw)
+    return np.array([distance, np.cos(bearing), np.sin(bearing)], dtype=np.float32)
+
+
 def marker_rel_pos(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """Handle marker position relative to the ee (base-frame axes)."""
     return _rel_ee(sim, None if target.handle is None else sim.handle_pos(target.handle))
@@ -156,6 +193,7 @@ SENSORS: dict[str, Callable[[Any, SensorTarget], np.ndarray]] = {
     "obj_goal_sensor": obj_goal_sensor,
     "goal_to_agent_gps_compass": goal_to_agent_gps_compass,
     "goal_path_compass": goal_path_compass,
+    "obj_path_compass": obj_path_compass,
     "marker_rel_pos": marker_rel_pos,
     "localization_sensor": localization_sensor,
 }
@@ -180,7 +218,7 @@ def sensor_space(name: str, depth_shape: tuple[int, int] = (128, 128), max_depth
     if name == "goal_to_agent_gps_compass":
         return spaces.Box(np.array([0.0, -np.pi], dtype=np.float32), np.array([inf, np.pi], dtype=np.float32),
                           dtype=np.float32)
-    if name == "goal_path_compass":
+    if name in ("goal_path_compass", "obj_path_compass"):
         return spaces.Box(np.array([0.0, -1.0, -1.0], dtype=np.float32), np.array([inf, 1.0, 1.0], dtype=np.float32),
                           dtype=np.float32)
     if name == "localization_sensor":

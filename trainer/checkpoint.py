@@ -24,7 +24,8 @@ overrides applied and the run directory to continue in.
 
 Fine-tuning (`trainer.init_from`): `restore_policy_state` starts a new run from a checkpoint's policy
 (weights with their observation normalisation, and the learner's value and reward scales) with a fresh
-optimizer, schedule, counters and RNGs, under the new run's config.
+optimizer, schedule, counters and RNGs, under the new run's config; a run that adds vector observations
+starts from the checkpoint's weights widened with zeros for them (`trainer.widen`).
 
 Errors: `load_checkpoint` raises `CheckpointError` with a one-line message for a missing, corrupt
 or incomplete file. Writes go to a temporary file in the same directory, are fsynced and then
@@ -33,6 +34,7 @@ or incomplete file. Writes go to a temporary file in the same directory, are fsy
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import re
@@ -53,6 +55,8 @@ from trainer.files import atomic_path
 CHECKPOINT_FORMAT_VERSION = 1
 REQUIRED_KEYS = ("model", "config", "obs_space", "action_space")
 CHECKPOINT_PATTERN = re.compile(r"^ckpt_(\d+)\.pt$")
+
+log = logging.getLogger(__name__)
 
 
 class CheckpointError(RuntimeError):
@@ -212,8 +216,21 @@ def build_checkpoint_state(
 
 def restore_policy_state(state: Mapping, actor_critic: torch.nn.Module, ppo: Any) -> None:
     """Weights (observation normalisation included) and the value/reward scales of `state` into a new
-    run; the optimizer, schedule, counters and RNGs stay the new run's. CheckpointError if they differ."""
-    _load_weights(state, actor_critic, "trainer.init_from checkpoint")
+    run; the optimizer, schedule, counters and RNGs stay the new run's. A new run that only adds vector
+    observations gets the weights widened with zeros for them (`trainer.widen`: it acts as the
+    checkpoint did). CheckpointError if they differ otherwise."""
+    from trainer.widen import added_inputs, widen_state
+
+    added = added_inputs(state["obs_space"], actor_critic) if "obs_space" in state else None
+    if added:
+        try:
+            actor_critic.load_state_dict(widen_state(state["model"], state["obs_space"], actor_critic))
+        except (KeyError, ValueError, RuntimeError) as exc:
+            raise CheckpointError(f"trainer.init_from checkpoint cannot be widened to the added observations "
+                                  f"{added} ({_one_line(exc)})") from None
+        log.info("trainer.init_from: observations %s added; their input weights start at zero", added)
+    else:
+        _load_weights(state, actor_critic, "trainer.init_from checkpoint")
     ppo.load_scales(state.get("ppo") or {})
 
 

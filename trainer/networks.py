@@ -116,6 +116,7 @@ class ActorCritic(nn.Module):
         spaces = observation_spaces(obs_space)
         self.image_keys = sorted(k for k, s in spaces.items() if len(s.shape) == 3)
         self.vector_keys = sorted(k for k, s in spaces.items() if len(s.shape) != 3)
+        self.vector_sizes = {k: int(np.prod(spaces[k].shape)) for k in self.vector_keys}  # columns of `vector`
         self.image_uint8 = {k: spaces[k].dtype == np.uint8 for k in self.image_keys}
         self.action_space = action_space
         self.is_discrete = isinstance(action_space, gym.spaces.Discrete)

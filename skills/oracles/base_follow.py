@@ -323,26 +323,11 @@ def furniture_clearance(sim, points_xy: np.ndarray, above_z: float) -> np.ndarra
     return best
 
 
-def receptacle_holding(layout, point: np.ndarray):
-    """The container receptacle (a fridge shelf, a drawer's box) whose inside holds the 3-D `point`:
-    within 5 cm of its footprint and at most 0.45 m above it; None when the point is in no container."""
-    p = np.asarray(point, dtype=np.float64)
-    if p.shape[0] < 3:
-        return None
-    for rec in layout.receptacles.values():
-        if rec.container is None:
-            continue
-        if in_footprint(rec.center, rec.half_extent, rec.yaw, p[:2], 0.05)[0] and \
-                rec.center[2] - 0.05 <= p[2] <= rec.center[2] + 0.45:
-            return rec
-    return None
-
-
 def container_outward(sim, point: np.ndarray) -> np.ndarray | None:
     """(2,) unit direction out of the opening of the container whose inside holds the 3-D `point` (a
     fridge shelf, a closed drawer's box), or None when the point is in no container. The robot faces a
     container along `Articulated.facing_yaw`, so its opening points the other way."""
-    rec = receptacle_holding(sim.layout, point)
+    rec = sim.layout.container_receptacle_at(point)
     if rec is None:
         return None
     yaw = float(sim.layout.articulated[rec.container].facing_yaw)

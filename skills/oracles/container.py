@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skills.oracles.base_follow import in_footprint, receptacle_holding
+from skills.oracles.base_follow import in_footprint
 
 DOWN = np.array([0.0, 0.0, -1.0])
 
@@ -35,7 +35,7 @@ def opening_of(sim, point: np.ndarray, front_gap: float) -> Opening | None:
     beyond the receptacle's front edge."""
     p = np.asarray(point, dtype=np.float64)
     layout = sim.layout
-    rec = receptacle_holding(layout, p)
+    rec = layout.container_receptacle_at(p)
     if rec is None or layout.articulated[rec.container].joint_type != "hinge":
         return None
     yaw = float(layout.articulated[rec.container].facing_yaw)
