@@ -42,32 +42,27 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from eval.agent_config import AGENT_MODES, AGENT_TYPES, RESET_ARM_CHOICES
 from eval.metrics import EpisodeRecord
-from eval.skill_library import CheckpointMissing as CheckpointMissing
-from eval.skill_library import LearnedSkills
-from eval.skill_library import PolicyController as PolicyController
-from eval.skill_library import resolve_checkpoints as resolve_checkpoints
+from eval.oracle_controllers import SkillController
+from eval.skill_library import CheckpointMissing
 from planner.fixed_plan import fixed_steps, renavigate_after, without_robot_at
-from planner.grounding import SKILL_OF_ACTION, SkillCall, SkillTarget, ground_action
+from planner.grounding import SkillCall, SkillTarget, ground_action
 from planner.predicates import SymbolicInputs, load_planner_cfg
 from planner.problem import build_planner
 from planner.search import GroundAction, PlanningError, replan
 from rearrange.actions import ACTION_DIM, ACTION_SLICES
 from rearrange.sensors import SensorTarget, observe
 from rearrange.tasks.skill_tasks import load_skill_config
-from skills.definitions import SKILL_NAMES, SkillDef, SkillMonitor, get_skill
+from skills.definitions import SkillDef, SkillMonitor
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
 
-AGENT_TYPES = ("oracle", "tp-srl", "tp-srl-nonav")
-AGENT_MODES = ("replan", "fixed")
-RESET_ARM_CHOICES = ("never", "retries", "between")
 RESET_ARM_TOLERANCE = 0.05  # rad: habitat's ResetArmSkill ends when every joint is this close to rest
 STOP = ACTION_SLICES["stop"].start
 GRIP = ACTION_SLICES["grip"].start
@@ -99,30 +94,6 @@ def call_label(call: SkillCall) -> str:
 # ----------------------------------------------------------------------------- skill controllers
 
 
-class SkillController(Protocol):
-    """A skill the agent can run: started on a target, then one full 11-dim action per step."""
-
-    skill: SkillDef
-
-    def start(self, sim: RearrangeSim, target: SensorTarget, retry: bool = False) -> None: ...
-
-    def act(self, sim: RearrangeSim, obs: Mapping[str, np.ndarray]) -> np.ndarray: ...
-
-
-class OracleController:
-    """A scripted oracle (`skills.oracles`) behind the controller interface."""
-
-    def __init__(self, skill: SkillDef, oracle: Any) -> None:
-        self.skill = skill
-        self.oracle = oracle
-
-    def start(self, sim: RearrangeSim, target: SensorTarget, retry: bool = False) -> None:
-        self.oracle.start(sim, target)  # an oracle acts the same on a retry
-
-    def act(self, sim: RearrangeSim, obs: Mapping[str, np.ndarray]) -> np.ndarray:
-        return np.asarray(self.oracle.act(sim), dtype=np.float64).reshape(ACTION_DIM)
-
-
 def grip_disabled(skill: SkillDef) -> bool:
     """The env ignores the grip entry (keeps the grasp state) for skills without a grip output and
     for the close skills (habitat `disable_grip`)."""
@@ -130,23 +101,6 @@ def grip_disabled(skill: SkillDef) -> bool:
         return True
     art = load_skill_config(skill.name).get("articulated") or {}
     return bool(art.get("disable_grip", False))
-
-
-class OracleSkills:
-    """Skill name -> `OracleController` (one oracle object per skill, reused across calls)."""
-
-    def __init__(self, oracle_cfg: Mapping[str, Any] | None = None) -> None:
-        from skills.oracles.factory import oracle_config
-
-        self.cfg = oracle_config() if oracle_cfg is None else oracle_cfg
-        self._cache: dict[str, OracleController] = {}
-
-    def __call__(self, skill: str) -> SkillController:
-        from skills.oracles.factory import make_oracle
-
-        if skill not in self._cache:
-            self._cache[skill] = OracleController(get_skill(skill), make_oracle(skill, self.cfg))
-        return self._cache[skill]
 
 
 # ----------------------------------------------------------------------------- episode results
@@ -532,89 +486,3 @@ class _EpisodeRun:
 def _subset(skill: SkillDef, full: np.ndarray) -> np.ndarray:
     """The skill's own action entries of a full action (what its stop value is read from)."""
     return np.concatenate([full[ACTION_SLICES[n]] for n in skill.action_subsets])
-
-
-# ----------------------------------------------------------------------------- building
-
-
-def skills_in_plans(plans: Sequence[Sequence[GroundAction]], agent_type: str,
-                    every_skill: bool = False) -> list[str]:
-    """The skills an agent type needs for these plans, in first-use order; `every_skill`: then every
-    other skill the agent type may call (a re-plan may call any)."""
-    names = [SKILL_OF_ACTION[step.name] for plan in plans for step in plan]
-    if every_skill:
-        names += list(SKILL_NAMES)
-    out: list[str] = []
-    for skill in names:
-        if skill == "nav" and agent_type == "tp-srl-nonav":
-            continue
-        if skill not in out:
-            out.append(skill)
-    return out
-
-
-def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mapping[str, Path] | None = None,
-               oracle_cfg: Mapping[str, Any] | None = None) -> HabAgent:
-    """The agent of a type: `oracle` uses the oracle controllers, the `tp-srl` types the checkpoints.
-
-    ValueError (one line) for an unknown type; `ConfigError` (a ValueError) for a bad `agent` node.
-    """
-    if agent_type not in AGENT_TYPES:
-        raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
-    check_agent_config(agent_cfg)
-    if agent_type == "oracle":
-        skills: Callable[[str], SkillController] = OracleSkills(oracle_cfg)
-    else:
-        oracle_skills = tuple(agent_cfg.get("oracle_skills") or ())
-        skills = LearnedSkills(checkpoints or {}, deterministic=bool(agent_cfg["deterministic"]),
-                               scripted=dict.fromkeys(oracle_skills, OracleSkills(oracle_cfg)),
-                               sample_retries=bool(agent_cfg.get("sample_retries", False)),
-                               sampled_skills=tuple(agent_cfg.get("sampled_skills") or ()))
-    return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]),
-                    renavigate=bool(agent_cfg["renavigate_after_failure"]), settle_steps=int(agent_cfg["settle_steps"]),
-                    mode=str(agent_cfg.get("mode", "replan")),
-                    fixed_renavigate_after=tuple(agent_cfg.get("fixed_renavigate_after", ("open_cab",))),
-                    reset_arm=str(agent_cfg.get("reset_arm", "never")),
-                    reset_arm_max_steps=int(agent_cfg.get("reset_arm_max_steps", 50)),
-                    retry_backoff=float(agent_cfg.get("retry_backoff", 0.0)),
-                    release_guard=float(agent_cfg.get("release_guard", 0.0)))
-
-
-def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
-    """Validate the `agent` node of configs/eval_hab.yaml; `ConfigError` (one line naming the key and
-    the valid values) on the first problem. Keys added later (`mode`, `fixed_renavigate_after`) may
-    be absent: their defaults apply."""
-    from configs.compose import ConfigError, unknown_choice
-
-    mode = agent_cfg.get("mode", "replan")
-    if mode not in AGENT_MODES:
-        raise ConfigError(unknown_choice("agent.mode", str(mode), AGENT_MODES))
-    for key, default in (("max_replans", None), ("settle_steps", None), ("reset_arm_max_steps", 50)):
-        value = agent_cfg.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
-    backoff = agent_cfg.get("retry_backoff", 0.0)
-    if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not 0.0 <= backoff <= 2.0:
-        raise ConfigError(f"agent.retry_backoff must be a number of metres in [0, 2]; got {backoff!r}")
-    guard = agent_cfg.get("release_guard", 0.0)
-    if isinstance(guard, bool) or not isinstance(guard, (int, float)) or not 0.0 <= guard <= 2.0:
-        raise ConfigError(f"agent.release_guard must be a number of metres in [0, 2] (0: off); got {guard!r}")
-    reset_arm = agent_cfg.get("reset_arm", "never")
-    if reset_arm not in RESET_ARM_CHOICES:
-        raise ConfigError(unknown_choice("agent.reset_arm", str(reset_arm), RESET_ARM_CHOICES))
-    for key in ("deterministic", "sample_retries"):
-        if not isinstance(agent_cfg.get(key, False), bool):
-            raise ConfigError(f"agent.{key} must be true or false; got {agent_cfg.get(key)!r}")
-    for key in ("oracle_skills", "sampled_skills"):
-        names = agent_cfg.get(key, ())
-        if isinstance(names, str) or not isinstance(names, Sequence):
-            raise ConfigError(f"agent.{key} must be a list of skills; got {names!r}")
-        for name in names:
-            if name not in SKILL_NAMES:
-                raise ConfigError(unknown_choice(f"agent.{key} entry", str(name), SKILL_NAMES))
-    after = agent_cfg.get("fixed_renavigate_after", ())
-    if isinstance(after, str) or not isinstance(after, Sequence):
-        raise ConfigError(f"agent.fixed_renavigate_after must be a list of plan actions; got {after!r}")
-    for name in after:
-        if name not in SKILL_OF_ACTION:
-            raise ConfigError(unknown_choice("agent.fixed_renavigate_after entry", str(name), tuple(SKILL_OF_ACTION)))

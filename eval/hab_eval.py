@@ -66,7 +66,7 @@ ACTIVE_ALPHA = 0.9
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from eval.agent import AGENT_MODES, AGENT_TYPES
+    from eval.agent_config import AGENT_MODES, AGENT_TYPES
     from rearrange.episodes import SCENARIO_KINDS
 
     p = argparse.ArgumentParser(
@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from configs.compose import ConfigError, compose, exit_with_error, require_choice, to_plain
-    from eval.agent import AGENT_TYPES, check_agent_config
+    from eval.agent_config import AGENT_TYPES, check_agent_config
     from eval.parallel import check_workers
     from rearrange.episodes import SCENARIO_KINDS, SPLITS
 
@@ -203,7 +203,7 @@ def _set_up(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappin
             checkpoint_dir: str | os.PathLike | None) -> _Run:
     """The agent (its checkpoints resolved and loaded) and the env serving their observations; UsageError
     for a missing or unusable checkpoint."""
-    from eval.agent import make_agent, skills_in_plans
+    from eval.agent_config import make_agent, skills_in_plans
     from eval.skill_library import CheckpointMissing, ObservationMismatch, resolve_checkpoints
     from rearrange.env import RearrangeEnv
     from rearrange.tasks.hab import HabTask

@@ -135,7 +135,7 @@ class StartRecorder:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from configs.compose import ConfigError, compose, exit_with_error, require_choice, to_plain
-    from eval.agent import AGENT_TYPES, check_agent_config
+    from eval.agent_config import AGENT_TYPES, check_agent_config
     from eval.hab_eval import UsageError, evaluate, load_scenario_episodes
     from rearrange.episodes import SCENARIO_KINDS, SPLITS, out_path_error, save_episodes
     from skills.policy import set_inference_threads

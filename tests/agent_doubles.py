@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.agent import OracleSkills
+from eval.oracle_controllers import OracleSkills
 
 
 class Idle:

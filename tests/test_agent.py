@@ -6,19 +6,11 @@ import numpy as np
 import pytest
 from agent_doubles import FirstCallReplaced, Idle
 
-from eval.agent import (
-    AGENT_TYPES,
-    CheckpointMissing,
-    HabAgent,
-    OracleSkills,
-    SkillRun,
-    _EpisodeRun,
-    check_agent_config,
-    make_agent,
-    resolve_checkpoints,
-    skills_in_plans,
-)
+from eval.agent import HabAgent, SkillRun, _EpisodeRun
+from eval.agent_config import AGENT_TYPES, check_agent_config, make_agent, skills_in_plans
 from eval.hab_eval import initial_plans
+from eval.oracle_controllers import OracleSkills
+from eval.skill_library import CheckpointMissing, resolve_checkpoints
 from planner.grounding import SKILL_OF_ACTION
 from rearrange.env import RearrangeEnv
 from rearrange.generate import generate_episodes
@@ -144,7 +136,7 @@ def test_policy_controller_samples_only_on_retries_when_asked(sample_retries):
 def test_sampled_skills_sample_while_the_others_act_with_the_mean():
     """agent.sampled_skills: those learned skills sample their actions, every other one stays deterministic."""
     from configs.compose import ConfigError
-    from eval.agent import check_agent_config
+    from eval.agent_config import check_agent_config
     from eval.skill_library import SHIPPED_CHECKPOINTS, LearnedSkills
 
     paths = {s: SHIPPED_CHECKPOINTS / f"{s}.pt" for s in ("pick", "close_cab")}

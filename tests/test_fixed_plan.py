@@ -13,8 +13,10 @@ import pytest
 from agent_doubles import FirstCallReplaced
 
 from configs.compose import ConfigError
-from eval.agent import AGENT_MODES, HabAgent, OracleSkills, check_agent_config, make_agent
+from eval.agent import HabAgent
+from eval.agent_config import AGENT_MODES, check_agent_config, make_agent
 from eval.hab_eval import initial_plans, main
+from eval.oracle_controllers import OracleSkills
 from planner.fixed_plan import fixed_steps, renavigate_after
 from planner.grounding import SKILL_OF_ACTION
 from planner.predicates import PredicateThresholds, load_planner_cfg

@@ -1,0 +1,107 @@
+"""The HAB agent's `agent` node of configs/eval_hab.yaml: its agent types, modes and choices, the validation
+that turns a bad value into one line naming the key and what it may be (before any episode runs), and
+`make_agent`, which builds the agent a node describes (oracle or learned skills)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eval.oracle_controllers import OracleSkills, SkillController
+from eval.skill_library import LearnedSkills
+from planner.grounding import SKILL_OF_ACTION
+from planner.search import GroundAction
+from skills.definitions import SKILL_NAMES
+
+if TYPE_CHECKING:
+    from eval.agent import HabAgent
+
+AGENT_TYPES = ("oracle", "tp-srl", "tp-srl-nonav")
+AGENT_MODES = ("replan", "fixed")
+RESET_ARM_CHOICES = ("never", "retries", "between")
+
+
+def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
+    """Validate the `agent` node of configs/eval_hab.yaml; `ConfigError` (one line naming the key and
+    the valid values) on the first problem. Keys added later (`mode`, `fixed_renavigate_after`) may
+    be absent: their defaults apply."""
+    from configs.compose import ConfigError, unknown_choice
+
+    mode = agent_cfg.get("mode", "replan")
+    if mode not in AGENT_MODES:
+        raise ConfigError(unknown_choice("agent.mode", str(mode), AGENT_MODES))
+    for key, default in (("max_replans", None), ("settle_steps", None), ("reset_arm_max_steps", 50)):
+        value = agent_cfg.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
+    backoff = agent_cfg.get("retry_backoff", 0.0)
+    if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not 0.0 <= backoff <= 2.0:
+        raise ConfigError(f"agent.retry_backoff must be a number of metres in [0, 2]; got {backoff!r}")
+    guard = agent_cfg.get("release_guard", 0.0)
+    if isinstance(guard, bool) or not isinstance(guard, (int, float)) or not 0.0 <= guard <= 2.0:
+        raise ConfigError(f"agent.release_guard must be a number of metres in [0, 2] (0: off); got {guard!r}")
+    reset_arm = agent_cfg.get("reset_arm", "never")
+    if reset_arm not in RESET_ARM_CHOICES:
+        raise ConfigError(unknown_choice("agent.reset_arm", str(reset_arm), RESET_ARM_CHOICES))
+    for key in ("deterministic", "sample_retries"):
+        if not isinstance(agent_cfg.get(key, False), bool):
+            raise ConfigError(f"agent.{key} must be true or false; got {agent_cfg.get(key)!r}")
+    for key in ("oracle_skills", "sampled_skills"):
+        names = agent_cfg.get(key, ())
+        if isinstance(names, str) or not isinstance(names, Sequence):
+            raise ConfigError(f"agent.{key} must be a list of skills; got {names!r}")
+        for name in names:
+            if name not in SKILL_NAMES:
+                raise ConfigError(unknown_choice(f"agent.{key} entry", str(name), SKILL_NAMES))
+    after = agent_cfg.get("fixed_renavigate_after", ())
+    if isinstance(after, str) or not isinstance(after, Sequence):
+        raise ConfigError(f"agent.fixed_renavigate_after must be a list of plan actions; got {after!r}")
+    for name in after:
+        if name not in SKILL_OF_ACTION:
+            raise ConfigError(unknown_choice("agent.fixed_renavigate_after entry", str(name), tuple(SKILL_OF_ACTION)))
+
+
+def skills_in_plans(plans: Sequence[Sequence[GroundAction]], agent_type: str,
+                    every_skill: bool = False) -> list[str]:
+    """The skills an agent type needs for these plans, in first-use order; `every_skill`: then every
+    other skill the agent type may call (a re-plan may call any)."""
+    names = [SKILL_OF_ACTION[step.name] for plan in plans for step in plan]
+    if every_skill:
+        names += list(SKILL_NAMES)
+    out: list[str] = []
+    for skill in names:
+        if skill == "nav" and agent_type == "tp-srl-nonav":
+            continue
+        if skill not in out:
+            out.append(skill)
+    return out
+
+
+def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mapping[str, Path] | None = None,
+               oracle_cfg: Mapping[str, Any] | None = None) -> HabAgent:
+    """The agent of a type: `oracle` uses the oracle controllers, the `tp-srl` types the checkpoints.
+
+    ValueError (one line) for an unknown type; `ConfigError` (a ValueError) for a bad `agent` node.
+    """
+    from eval.agent import HabAgent  # the agent module reads this one's constants
+
+    if agent_type not in AGENT_TYPES:
+        raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
+    check_agent_config(agent_cfg)
+    if agent_type == "oracle":
+        skills: Callable[[str], SkillController] = OracleSkills(oracle_cfg)
+    else:
+        oracle_skills = tuple(agent_cfg.get("oracle_skills") or ())
+        skills = LearnedSkills(checkpoints or {}, deterministic=bool(agent_cfg["deterministic"]),
+                               scripted=dict.fromkeys(oracle_skills, OracleSkills(oracle_cfg)),
+                               sample_retries=bool(agent_cfg.get("sample_retries", False)),
+                               sampled_skills=tuple(agent_cfg.get("sampled_skills") or ()))
+    return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]),
+                    renavigate=bool(agent_cfg["renavigate_after_failure"]), settle_steps=int(agent_cfg["settle_steps"]),
+                    mode=str(agent_cfg.get("mode", "replan")),
+                    fixed_renavigate_after=tuple(agent_cfg.get("fixed_renavigate_after", ("open_cab",))),
+                    reset_arm=str(agent_cfg.get("reset_arm", "never")),
+                    reset_arm_max_steps=int(agent_cfg.get("reset_arm_max_steps", 50)),
+                    retry_backoff=float(agent_cfg.get("retry_backoff", 0.0)),
+                    release_guard=float(agent_cfg.get("release_guard", 0.0)))
