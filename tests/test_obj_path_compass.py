@@ -2,7 +2,8 @@
 episode: the distance is the approach term's geodesic distance to the reach region, turning by the
 bearing and driving ahead shortens it, inside the region it is 0 and points at the object, a held
 object reads (0, 1, 0); on numbers: the field heading detours round a wall, and a fridge-shelf object
-is reached only from in front of the opening (the layout helper that finds the container)."""
+is reached only from in front of the opening (the layout helper that finds the container); a cached pursuit
+point is never served for another field at a reused address."""
 
 import numpy as np
 import pytest
@@ -102,3 +103,23 @@ def test_a_fridge_shelf_object_is_reached_through_the_opening():
     assert obj_path_compass(sim, target)[0] > 0.2  # in reach in a straight line, but not through the side wall
     assert env.task.approach.distance(sim) > 0.2  # as the approach term measures it
     env.close()
+
+
+def test_cached_pursuit_points_follow_the_field_not_its_address():
+    """`field_heading` caches its pursuit point per (field, cell), keyed by the field's id; an entry left by
+    another array at the same address (ids are reused once an array is freed) must not be served: the
+    result is the one a map that never cached anything gives."""
+    walls = [Box("a", (3.0, 0.75, 1.0), (0.05, 0.75, 1.0)), Box("b", (3.0, 3.25, 1.0), (0.05, 0.75, 1.0))]
+    layout = ApartmentLayout(seed=0, bounds=((0.0, 0.0), (6.0, 4.0)), rooms=[], walls=walls, furniture=[],
+                             receptacles={}, articulated={}, footprints=[])
+    nav = NavMap(layout, resolution=0.05, robot_radius=0.3)
+    start, goal = (2.0, 0.62), np.array([0.62, 3.52])
+    field = nav.region_distance_field(goal, 0.3)
+    fresh = NavMap(layout, resolution=0.05, robot_radius=0.3).field_heading(field, start, goal)
+    cell = nav.snap_cell(start, max_dist=float("inf"))
+    stale = np.array([9.0, 0.62])  # what a freed field at this address would have cached: straight ahead in +x
+    nav._pursuit_points[(id(field), cell, 1.0)] = (field.copy(), stale)
+    got = nav.field_heading(field, start, goal)
+    assert got[0] == pytest.approx(fresh[0]) and got[1] == pytest.approx(fresh[1])
+    assert got[1][0] < 0.9  # not the stale +x direction
+    assert nav.field_heading(field, start, goal)[1] == pytest.approx(fresh[1])  # and cached for this field now
