@@ -6,12 +6,28 @@ navigation map, the episode generator and the tasks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 Vec2 = tuple[float, float]
 Vec3 = tuple[float, float, float]
+
+
+def box_frame(center: Sequence[float], yaw: float, points_xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """World xy points (N, 2) in the frame of a footprint with this centre and yaw: (x, y) arrays."""
+    pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
+    c, s = np.cos(yaw), np.sin(yaw)
+    d = pts - np.asarray(center[:2], dtype=np.float64)
+    return c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]
+
+
+def in_footprint(center: Sequence[float], half: Sequence[float], yaw: float, points_xy: np.ndarray,
+                 pad: float = 0.0) -> np.ndarray:
+    """For each of (N, 2) points: inside the footprint (half sizes `half`) grown by `pad` on each side?"""
+    lx, ly = box_frame(center, yaw, points_xy)
+    return (np.abs(lx) <= float(half[0]) + pad) & (np.abs(ly) <= float(half[1]) + pad)
 
 
 @dataclass(frozen=True)
@@ -52,10 +68,8 @@ class Receptacle:
         """Whether the 3-D `point` lies over this surface (its footprint grown by `pad` on each side)
         and at most `height` above it (`pad` below it)."""
         p = np.asarray(point, dtype=np.float64)
-        c, s = np.cos(self.yaw), np.sin(self.yaw)
-        dx, dy = p[0] - self.center[0], p[1] - self.center[1]
-        return (abs(c * dx + s * dy) <= self.half_extent[0] + pad and abs(-s * dx + c * dy) <= self.half_extent[1] + pad
-                and self.center[2] - pad <= p[2] <= self.center[2] + height)
+        return bool(in_footprint(self.center, self.half_extent, self.yaw, p[:2], pad)[0]
+                    and self.center[2] - pad <= p[2] <= self.center[2] + height)
 
 
 @dataclass(frozen=True)

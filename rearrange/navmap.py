@@ -13,7 +13,7 @@ oracles plan on it, the approach reward measures on it).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,6 +28,21 @@ if TYPE_CHECKING:
 _SQRT2 = float(np.sqrt(2.0))
 _PURSUIT_CANDIDATES = 48  # cells nearest the goal whose straight segments path_heading checks
 _MAX_PURSUIT_POINTS = 4096  # cached pursuit points (field, cell) of path_heading / field_heading
+
+
+def _remember(store: OrderedDict, limit: int, key: Hashable, build: Callable[[], Any], pin: Any = None) -> Any:
+    """`store[key]`'s value (most recently used last), or `build()` stored there, oldest first out. `pin`: the
+    object a key names by its id (a layout, a distance field), kept in the entry so that the id is not reused
+    while cached, and checked on a hit."""
+    hit = store.get(key)
+    if hit is not None and hit[0] is pin:
+        store.move_to_end(key)
+        return hit[1]
+    value = build()
+    store[key] = (pin, value)
+    if len(store) > limit:
+        store.popitem(last=False)
+    return value
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -112,9 +127,10 @@ class NavMap:
         dist, idx = ndimage.distance_transform_edt(~self.largest_component_mask, return_indices=True)
         self._snap_dist = dist * self.resolution
         self._snap_idx = idx
-        self._fields: OrderedDict[int, np.ndarray] = OrderedDict()
-        self._region_fields: OrderedDict[tuple, np.ndarray] = OrderedDict()
-        self._pursuit_points: OrderedDict[tuple, tuple[np.ndarray, np.ndarray | None]] = OrderedDict()
+        # caches (`_remember`): distance fields per goal node, region fields per cell, pursuit points
+        self._fields: OrderedDict = OrderedDict()
+        self._region_fields: OrderedDict = OrderedDict()
+        self._pursuit_points: OrderedDict = OrderedDict()
         self._cache_size = int(cache_size)
 
     # ------------------------------------------------------------------ grid helpers
@@ -200,17 +216,14 @@ class NavMap:
 
     def _field_for_cell(self, cell: tuple[int, int]) -> np.ndarray:
         node = int(self._node_of[cell])
-        field = self._fields.get(node)
-        if field is not None:
-            self._fields.move_to_end(node)
+
+        def build() -> np.ndarray:
+            d = csgraph.dijkstra(self._graph, directed=False, indices=node)
+            field = np.full(self.shape, np.inf)
+            field[self._cells[:, 0], self._cells[:, 1]] = d
             return field
-        d = csgraph.dijkstra(self._graph, directed=False, indices=node)
-        field = np.full(self.shape, np.inf)
-        field[self._cells[:, 0], self._cells[:, 1]] = d
-        self._fields[node] = field
-        if len(self._fields) > self._cache_size:
-            self._fields.popitem(last=False)
-        return field
+
+        return _remember(self._fields, self._cache_size, node, build)
 
     def geodesic_distance(self, a_xy: Sequence[float], b_xy: Sequence[float]) -> float:
         """Shortest-path length from a to b on the grid; inf if unreachable.
@@ -267,16 +280,9 @@ class NavMap:
         cell = tuple(np.floor((np.asarray(xy[:2], dtype=np.float64) - self.origin) / self.resolution).astype(int))
         key = (cell, float(radius), None if opening is None else
                (tuple(np.round(np.asarray(opening[0], dtype=np.float64), 3)), float(opening[1])))
-        field = self._region_fields.get(key)
-        if field is not None:
-            self._region_fields.move_to_end(key)
-            return field
         centre = self.origin + (np.asarray(cell) + 0.5) * self.resolution
-        field = self.region_distance_field(centre, radius, opening)
-        self._region_fields[key] = field
-        if len(self._region_fields) > self._cache_size:
-            self._region_fields.popitem(last=False)
-        return field
+        return _remember(self._region_fields, self._cache_size, key,
+                         lambda: self.region_distance_field(centre, radius, opening))
 
     def path_heading(self, a_xy: Sequence[float], goal_xy: Sequence[float],
                      lookahead: float = 1.0) -> tuple[float, np.ndarray] | None:
@@ -307,11 +313,12 @@ class NavMap:
         """The world point `field_heading` steers a base in `cell` at (None: straight at the goal). It
         depends on the field and the cell only, so it is cached: a policy standing still (arm work) or
         crossing a cell over several steps pays for the segment checks once."""
-        key = (id(field), cell, float(lookahead))
-        hit = self._pursuit_points.get(key)
-        if hit is not None and hit[0] is field:  # the same array, not a new one at a reused address
-            self._pursuit_points.move_to_end(key)
-            return hit[1]
+        return _remember(self._pursuit_points, _MAX_PURSUIT_POINTS, (id(field), cell, float(lookahead)),
+                         lambda: self._find_pursuit_point(field, cell, here, lookahead), pin=field)
+
+    def _find_pursuit_point(self, field: np.ndarray, cell: tuple[int, int], here: float,
+                            lookahead: float) -> np.ndarray | None:
+        """`_pursuit_point` computed: the segment checks over the cells within `lookahead`."""
         k = int(np.ceil(lookahead / self.resolution))
         lo = np.maximum(np.asarray(cell) - k, 0)
         hi = np.minimum(np.asarray(cell) + k + 1, self.shape)
@@ -323,21 +330,15 @@ class NavMap:
         straight = np.linalg.norm(centers - start, axis=1)
         values = window[ii, jj]
         keep = (straight <= lookahead) & (values >= here - 1.09 * straight - self.resolution)
-        point = None
-        if keep.any():
-            centers, values = centers[keep], values[keep]
-            order = np.argsort(values, kind="stable")[:_PURSUIT_CANDIDATES]
-            for chunk in (order[:8], order[8:]):  # the first few are clear almost always
-                clear = self._segments_clear(start, centers[chunk])  # an empty chunk gives an empty mask
-                if clear.any():
-                    point = centers[chunk[int(np.argmax(clear))]]
-                    break
-            else:
-                point = self._downhill_neighbour(cell, field)
-        self._pursuit_points[key] = (field, point)
-        if len(self._pursuit_points) > _MAX_PURSUIT_POINTS:
-            self._pursuit_points.popitem(last=False)
-        return point
+        if not keep.any():
+            return None
+        centers, values = centers[keep], values[keep]
+        order = np.argsort(values, kind="stable")[:_PURSUIT_CANDIDATES]
+        for chunk in (order[:8], order[8:]):  # the first few are clear almost always
+            clear = self._segments_clear(start, centers[chunk])  # an empty chunk gives an empty mask
+            if clear.any():
+                return centers[chunk[int(np.argmax(clear))]]
+        return self._downhill_neighbour(cell, field)
 
     def _downhill_neighbour(self, cell: tuple[int, int], field: np.ndarray) -> np.ndarray:
         """World centre of the 8-neighbour of `cell` nearest the goal on `field` (the grid path's next cell)."""
@@ -465,23 +466,10 @@ _LAYOUT_MAPS: OrderedDict[tuple, tuple[Any, NavMap]] = OrderedDict()
 _MAX_LAYOUT_MAPS = 32
 
 
-def _cached_map(store: OrderedDict, limit: int, key: tuple, layout: Any, build: Any) -> NavMap:
-    """`store[key]`'s map (most recently used last), or `build()` stored there, oldest first out."""
-    hit = store.get(key)
-    if hit is not None:
-        store.move_to_end(key)
-        return hit[1]
-    navmap = build()
-    store[key] = (layout, navmap)
-    if len(store) > limit:
-        store.popitem(last=False)
-    return navmap
-
-
 def layout_navmap(layout: Any, robot_radius: float) -> NavMap:
     """The `NavMap` of `layout` alone (doors and drawers closed), cached per layout object."""
-    return _cached_map(_LAYOUT_MAPS, _MAX_LAYOUT_MAPS, (id(layout), float(robot_radius)), layout,
-                       lambda: NavMap(layout, robot_radius=robot_radius))
+    return _remember(_LAYOUT_MAPS, _MAX_LAYOUT_MAPS, (id(layout), float(robot_radius)),
+                     lambda: NavMap(layout, robot_radius=robot_radius), pin=layout)
 
 
 def moving_obstacles(sim: RearrangeSim, extra: Sequence[Any] = ()) -> tuple[Box, ...]:
@@ -501,5 +489,5 @@ def planning_map(sim: RearrangeSim, radius: float | None = None, extra: Sequence
     if not extra and radius == sim.navmap.robot_radius:
         return sim.navmap
     resolution = sim.navmap.resolution
-    return _cached_map(_PLANNING_MAPS, _MAX_PLANNING_MAPS, (id(sim.layout), resolution, radius, extra), sim.layout,
-                       lambda: navmap_with_obstacles(sim.layout, extra, resolution, radius))
+    return _remember(_PLANNING_MAPS, _MAX_PLANNING_MAPS, (id(sim.layout), resolution, radius, extra),
+                     lambda: navmap_with_obstacles(sim.layout, extra, resolution, radius), pin=sim.layout)

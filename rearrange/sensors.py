@@ -130,8 +130,14 @@ def goal_path_compass(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
         return np.zeros(3, dtype=np.float32)
     goal = np.asarray(target.nav_goal, dtype=np.float64)[:2]
     base = np.asarray(sim.base_xy, dtype=np.float64)
-    found = sim.navmap.path_heading(base, goal, PATH_LOOKAHEAD)
-    distance, direction = (float(np.linalg.norm(goal - base)), goal - base) if found is None else found
+    return _compass(sim, goal, sim.navmap.path_heading(base, goal, PATH_LOOKAHEAD))
+
+
+def _compass(sim: RearrangeSim, goal_xy: np.ndarray, found: tuple[float, np.ndarray] | None) -> np.ndarray:
+    """(distance, cos, sin of the bearing in the base frame) from a map heading `found` (distance, world
+    direction); no path (None): the straight-line distance and bearing to `goal_xy`."""
+    base = np.asarray(sim.base_xy, dtype=np.float64)
+    distance, direction = (float(np.linalg.norm(goal_xy - base)), goal_xy - base) if found is None else found
     bearing = float(np.arctan2(direction[1], direction[0])) - float(sim.base_yaw)
     return np.array([distance, np.cos(bearing), np.sin(bearing)], dtype=np.float32)
 
@@ -165,11 +171,7 @@ def obj_path_compass(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     if rec is not None:
         opening = (sim.layout.articulated[rec.container].opening_outward(), OBJ_PATH_OPENING_HALFWIDTH)
     field = navmap.cached_region_field(obj[:2], OBJ_PATH_REACH, opening)
-    base = np.asarray(sim.base_xy, dtype=np.float64)
-    found = navmap.field_heading(field, base, obj[:2], PATH_LOOKAHEAD)
-    distance, direction = (float(np.linalg.norm(obj[:2] - base)), obj[:2] - base) if found is None else found
-    bearing = float(np.arctan2(direction[1], direction[0])) - float(sim.base_yaw)
-    return np.array([distance, np.cos(bearing), np.sin(bearing)], dtype=np.float32)
+    return _compass(sim, obj[:2], navmap.field_heading(field, sim.base_xy, obj[:2], PATH_LOOKAHEAD))
 
 
 def marker_rel_pos(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:

@@ -51,6 +51,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from configs.compose import ConfigError
 from trainer.files import atomic_path
+from trainer.widen import added_inputs, widen_state
 
 CHECKPOINT_FORMAT_VERSION = 1
 REQUIRED_KEYS = ("model", "config", "obs_space", "action_space")
@@ -219,8 +220,6 @@ def restore_policy_state(state: Mapping, actor_critic: torch.nn.Module, ppo: Any
     run; the optimizer, schedule, counters and RNGs stay the new run's. A new run that only adds vector
     observations gets the weights widened with zeros for them (`trainer.widen`: it acts as the
     checkpoint did). CheckpointError if they differ otherwise."""
-    from trainer.widen import added_inputs, widen_state
-
     added = added_inputs(state["obs_space"], actor_critic) if "obs_space" in state else None
     if added:
         try:

@@ -17,10 +17,12 @@ import numpy as np
 import torch
 from gymnasium import spaces as gym_spaces
 
+from trainer.networks import observation_spaces
+
 
 def _vector_sizes(obs_space: gym_spaces.Space) -> tuple[dict[str, int], list[str]]:
     """(sizes of the vector entries in sorted key order, sorted image keys) of an observation space."""
-    entries = obs_space.spaces if isinstance(obs_space, gym_spaces.Dict) else {"obs": obs_space}
+    entries = observation_spaces(obs_space)  # the network's own reading of the space
     vector = {k: int(np.prod(s.shape)) for k, s in sorted(entries.items()) if len(s.shape) != 3}
     images = sorted(k for k, s in entries.items() if len(s.shape) == 3)
     return vector, images

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rearrange.apartment import box_frame, in_footprint
 from rearrange.navmap import moving_obstacles, planning_map
 from rearrange.sensors import wrap_angle
 
@@ -287,20 +288,6 @@ def standing_point(sim, target_xy: np.ndarray, preferred: float, max_dist: float
     geo = field[cells[:, 0], cells[:, 1]] if field is not None else np.zeros(len(cells))
     cost = np.abs(d_target - preferred) + geodesic_weight * np.where(np.isfinite(geo), geo, 1e6)
     return centres[int(np.argmin(cost))]
-
-
-def box_frame(center, yaw: float, points_xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """World xy points (N, 2) in the frame of a footprint with this centre and yaw: (x, y) arrays."""
-    pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
-    c, s = np.cos(yaw), np.sin(yaw)
-    d = pts - np.asarray(center[:2], dtype=np.float64)
-    return c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1]
-
-
-def in_footprint(center, half, yaw: float, points_xy: np.ndarray, pad: float = 0.0) -> np.ndarray:
-    """For each of (N, 2) points: inside the footprint (half sizes `half`) grown by `pad` on each side?"""
-    lx, ly = box_frame(center, yaw, points_xy)
-    return (np.abs(lx) <= float(half[0]) + pad) & (np.abs(ly) <= float(half[1]) + pad)
 
 
 def box_distance(box, points_xy: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skills.oracles.base_follow import in_footprint
+from rearrange.apartment import in_footprint
 
 DOWN = np.array([0.0, 0.0, -1.0])
 
