@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from rearrange.actions import ACTION_SLICES, SUBSET_ORDER, subset_dim
+from rearrange.sensors import check_sensor_names
 from rearrange.tasks.skill_base import skill_action_subsets
 from rearrange.tasks.skill_tasks import SKILL_NAMES, check_skill_name, load_skill_config, skill_node
 
@@ -145,9 +146,14 @@ def skill_def_from_config(cfg: Mapping[str, Any]) -> SkillDef:
     else:
         termination = partial(art_done, at_resting_threshold=float(hab["at_resting_threshold"]))
     radius = hab.get("start_zone_radius")
+    obs_keys = tuple(node["obs_keys"])
+    try:
+        check_sensor_names(obs_keys)
+    except ValueError as exc:
+        raise ValueError(f"skill.obs_keys: {exc}") from None
     return SkillDef(
         name=name,
-        obs_keys=tuple(node["obs_keys"]),
+        obs_keys=obs_keys,
         action_subsets=skill_action_subsets(node),
         termination=termination,
         timeout=int(hab["timeout"]),

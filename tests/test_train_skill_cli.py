@@ -109,3 +109,10 @@ def test_skill_policy_rejects_missing_or_foreign_checkpoint(tmp_path):
     torch.save({"model": {}, "config": {"env_id": "CartPole-v1"}, "obs_space": None, "action_space": None}, foreign)
     with pytest.raises(CheckpointError, match="not a skill checkpoint"):
         SkillPolicy.from_checkpoint(foreign)
+
+
+def test_unknown_observation_exits_2_before_any_episode_is_made(capsys, tmp_path):
+    code, err = run_cli(["--skill", "pick", "--out", str(tmp_path / "r"), "skill.obs_keys=[head_depth,bogus]"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith("error: skill.obs_keys: unknown sensor 'bogus'; valid choices:") and "obj_path_compass" in err
+    assert not (tmp_path / "r" / "episodes").exists()  # nothing generated before the check
