@@ -1,7 +1,9 @@
 """The 11-dim action vector (arm 7, grip 1, base 2, stop 1) and the subsets skills expose.
 
 A skill env exposes a Box over the concatenation of its subsets, in the fixed order of
-`SUBSET_ORDER`, and `expand_action` writes it into the full vector; unused entries are 0.
+`SUBSET_ORDER`, and `expand_action` writes it into the full vector; unused entries are 0. A skill may
+drive its base backwards slower than forwards (`reverse_speed`, the skill config's `base_reverse_speed`):
+the skill env and the HAB agent both expand its actions here, so the two always agree.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ ACTION_SLICES: dict[str, slice] = {
     "stop": slice(10, 11),
 }
 SUBSET_ORDER = ("arm", "grip", "base", "stop")
+BASE_LINEAR = ACTION_SLICES["base"].start  # the base's forward (+) / reverse (-) speed command
 FULL_SUBSETS = SUBSET_ORDER
 
 
@@ -52,15 +55,27 @@ def _subset_indices(subset_names: tuple[str, ...]) -> np.ndarray:
     return np.concatenate([np.arange(ACTION_SLICES[n].start, ACTION_SLICES[n].stop) for n in names])
 
 
-def expand_action(subset_names: Sequence[str], a: np.ndarray) -> np.ndarray:
-    """Map a subset action (concatenated in `SUBSET_ORDER`) into the full 11-vector, clipped to [-1, 1]."""
+def expand_action(subset_names: Sequence[str], a: np.ndarray, reverse_speed: float = 1.0) -> np.ndarray:
+    """Map a subset action (concatenated in `SUBSET_ORDER`) into the full 11-vector, clipped to [-1, 1];
+    a reverse base speed command is then scaled by `reverse_speed` (1: as forwards)."""
     index = _subset_indices(tuple(subset_names))
     a = np.asarray(a, dtype=np.float64).reshape(-1)
     if a.shape[0] != index.shape[0]:
         raise ValueError(f"action has {a.shape[0]} dims, subsets {list(subset_names)} need {index.shape[0]}")
     full = np.zeros(ACTION_DIM, dtype=np.float64)
     full[index] = a
-    return np.clip(np.nan_to_num(full, nan=0.0), -1.0, 1.0)
+    full = np.clip(np.nan_to_num(full, nan=0.0), -1.0, 1.0)
+    if full[BASE_LINEAR] < 0.0:
+        full[BASE_LINEAR] *= reverse_speed
+    return full
+
+
+def check_reverse_speed(value: object) -> float:
+    """A `base_reverse_speed` as a float in (0, 1]; ValueError (one line) otherwise."""
+    speed = float(value)  # type: ignore[arg-type]
+    if not 0.0 < speed <= 1.0:
+        raise ValueError(f"skill.base_reverse_speed must be in (0, 1] (got {value})")
+    return speed
 
 
 def split_action(full: np.ndarray) -> dict[str, np.ndarray]:

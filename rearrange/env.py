@@ -135,7 +135,7 @@ class RearrangeEnv(gymnasium.Env):
         if self.sim is None or self.current_episode is None:
             raise RuntimeError("call reset() before step()")
         subsets = self.task.action_subsets
-        full = expand_action(subsets, action)
+        full = expand_action(subsets, action, self.task.base_reverse_speed)
         grip = None if ("grip" not in subsets or self.task.grip_disabled) else float(full[7])
         self.sim.step(full[0:7], grip, full[8:10])
         ts = self.task.step(self.sim, full)

@@ -113,5 +113,5 @@ class SkillPolicy:
 
     def full_action(self, subset_action: np.ndarray) -> np.ndarray:
         """The skill action written into the 11-dim full action vector (unused entries 0)."""
-        return expand_action(self.skill.action_subsets, subset_action)
+        return expand_action(self.skill.action_subsets, subset_action, self.skill.base_reverse_speed)
 

@@ -271,7 +271,17 @@ def test_nav_driving_along_path_pays_and_stop_far_ends_without_success():
     assert info["nav_dist"] > 1.5
     _, reward, term, _, info = env.step(action(env, stop=1.0))
     assert term and info["success"] == 0.0 and "reward/success" not in info
+    assert "reward/early_stop" not in info  # habitat's reward: a stop short of the goal costs nothing
     env.close()
+
+
+def test_nav_early_stop_pen_charges_a_stop_short_of_the_goal_only():
+    env = make_env("nav", reward__early_stop_pen=2.0)
+    _, reward, term, _, info = env.step(action(env, stop=1.0))  # at the start, > 3 m from the goal
+    assert term and info["success"] == 0.0 and info["reward/early_stop"] == -2.0 and reward < -1.9
+    env.close()
+    with pytest.raises(ValueError, match="early_stop_pen must be >= 0"):
+        make_env("nav", reward__early_stop_pen=-1.0)
 
 
 def test_nav_turning_toward_goal_pays_and_stop_at_goal_succeeds():

@@ -48,6 +48,7 @@ class Task(Protocol):
     max_steps: int
     sensor_target: SensorTarget
     grip_disabled: bool  # True: the env never sends a grip command (close tasks)
+    base_reverse_speed: float  # reverse base speed commands are scaled by this (1: as forwards)
 
     def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
         """Start an episode; the sim already holds the episode's state."""
@@ -67,6 +68,7 @@ class ExploreTask:
         self.action_subsets = tuple(action_subsets)
         self.max_steps = int(max_steps)
         self.grip_disabled = False
+        self.base_reverse_speed = 1.0
         self.sensor_target = SensorTarget()
 
     def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:

@@ -3,8 +3,9 @@
 The goal is the episode's `info.nav_goal` (x, y[, z]). Reward per step: slack; dist_reward x decrease
 of the distance to the goal (geodesic on the nav map or 2-D Euclidean, `reward.distance`);
 angle_dist_reward x decrease of the heading error while closer than `turn_reward_dist`;
-success_reward when successful. Success: 2-D distance < `success_distance`, heading error <
-`success_angle`, and the stop action called. Calling stop ends the episode, success or not.
+success_reward when successful; minus `early_stop_pen` when stop ends the episode without success (a
+deviation as in the articulated skills; absent: 0, habitat's reward). Success: 2-D distance < `success_distance`, heading error < `success_angle`, and the
+stop action called. Calling stop ends the episode, success or not.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rearrange.actions import ACTION_SLICES
+from rearrange.actions import ACTION_SLICES, BASE_LINEAR
 from rearrange.episodes import Episode
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.base import TaskStep
@@ -64,6 +65,9 @@ class NavTask(SkillTask):
                              f"{', '.join(DISTANCES)}")
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.angle = DistanceDelta(self.reward_cfg.angle_dist_reward)
+        self.early_stop_pen = float(cfg["reward"].get("early_stop_pen", 0.0))
+        if not self.early_stop_pen >= 0.0:
+            raise ValueError(f"skill.reward.early_stop_pen must be >= 0 (got {self.early_stop_pen})")
         self.goal_xy = np.zeros(2)
 
     def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
@@ -92,6 +96,7 @@ class NavTask(SkillTask):
     def step(self, sim: RearrangeSim, full_action: np.ndarray) -> TaskStep:
         r, s = self.reward_cfg, self.success_cfg
         terms: dict[str, float] = {"slack": r.slack}
+        reverse = min(max(-float(full_action[BASE_LINEAR]), 0.0), 1.0)  # the reverse speed command, 0..1
         stop = float(full_action[STOP_INDEX]) > 0.0
         terms["dist"] = self.dist(self._reward_distance(sim))
         d = self.euclidean(sim)
@@ -106,5 +111,7 @@ class NavTask(SkillTask):
         if success:
             terms["success"] = r.success_reward
             terminated = True
-        info = {"nav_dist": d, "nav_angle": angle, "stop": float(stop), "at_goal": float(at_goal)}
+        elif terminated and self.early_stop_pen > 0.0:
+            terms["early_stop"] = -self.early_stop_pen
+        info = {"nav_dist": d, "nav_angle": angle, "stop": float(stop), "at_goal": float(at_goal), "reverse": reverse}
         return self._task_step(terms, terminated, success, info)

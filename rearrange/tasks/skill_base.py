@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
-from rearrange.actions import check_subsets
+from rearrange.actions import check_reverse_speed, check_subsets
 from rearrange.sensors import SensorTarget
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import ForceMonitor, ForceStep, norm
@@ -62,6 +62,7 @@ class SkillTask:
         self.name = str(cfg["name"])
         self.obs_keys = tuple(cfg["obs_keys"])
         self.action_subsets = skill_action_subsets(cfg)
+        self.base_reverse_speed = check_reverse_speed(cfg.get("base_reverse_speed", 1.0))
         self.max_steps = int(cfg["max_steps"])
         self.sensor_target = SensorTarget()
         self.grip_disabled = False
