@@ -11,6 +11,7 @@ import argparse
 import difflib
 import functools
 import importlib
+import logging
 import os
 import sys
 
@@ -148,6 +149,20 @@ def run_training(cfg: DictConfig, env_fn, resume, output_dir: str, label: str) -
               f"{summary['sps']:.0f} steps/s, checkpoint {summary['checkpoint']}", file=sys.stderr)
     if summary["interrupted"]:
         raise SystemExit(EXIT_INTERRUPTED)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        _exit_without_finalizers()
+
+
+def _exit_without_finalizers() -> None:
+    """End a finished torchrun rank at once (exit 0), with its output flushed. Everything is written by now
+    (checkpoints and logs atomically, the group destroyed), but a rank that went on into interpreter shutdown
+    could still abort there, "terminate called without an active exception", as gloo's worker threads release
+    what they hold while the interpreter is torn down (pytorch/pytorch PR 179291): seen once in `.ci/run` on
+    2026-11-26, after the run had finished, and torchrun then reported the whole run failed."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(0)
 
 
 if __name__ == "__main__":
