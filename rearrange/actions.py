@@ -70,14 +70,6 @@ def expand_action(subset_names: Sequence[str], a: np.ndarray, reverse_speed: flo
     return full
 
 
-def check_reverse_speed(value: object) -> float:
-    """A `base_reverse_speed` as a float in (0, 1]; ValueError (one line) otherwise."""
-    speed = float(value)  # type: ignore[arg-type]
-    if not 0.0 < speed <= 1.0:
-        raise ValueError(f"skill.base_reverse_speed must be in (0, 1] (got {value})")
-    return speed
-
-
 def split_action(full: np.ndarray) -> dict[str, np.ndarray]:
     """The full 11-vector as a dict of its parts."""
     full = np.asarray(full, dtype=np.float64).reshape(ACTION_DIM)

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from rearrange.actions import ACTION_SLICES, SUBSET_ORDER, check_reverse_speed, subset_dim
+from rearrange.actions import ACTION_SLICES, SUBSET_ORDER, subset_dim
 from rearrange.sensors import check_sensor_names
-from rearrange.tasks.skill_base import skill_action_subsets
+from rearrange.tasks.skill_base import skill_action_subsets, skill_base_reverse_speed
 from rearrange.tasks.skill_tasks import SKILL_NAMES, check_skill_name, load_skill_config, skill_node
 
 Measures = Mapping[str, Any]
@@ -162,7 +162,7 @@ def skill_def_from_config(cfg: Mapping[str, Any]) -> SkillDef:
         train_max_steps=int(node["max_steps"]),
         base_movement=bool(node["base_movement"]),
         start_zone_radius=None if radius is None else float(radius),
-        base_reverse_speed=check_reverse_speed(node.get("base_reverse_speed", 1.0)),
+        base_reverse_speed=skill_base_reverse_speed(node),
     )
 
 

@@ -4,8 +4,9 @@ The goal is the episode's `info.nav_goal` (x, y[, z]). Reward per step: slack; d
 of the distance to the goal (geodesic on the nav map or 2-D Euclidean, `reward.distance`);
 angle_dist_reward x decrease of the heading error while closer than `turn_reward_dist`;
 success_reward when successful; minus `early_stop_pen` when stop ends the episode without success (a
-deviation as in the articulated skills; absent: 0, habitat's reward). Success: 2-D distance < `success_distance`, heading error < `success_angle`, and the
-stop action called. Calling stop ends the episode, success or not.
+deviation as in the articulated skills; absent: 0, habitat's reward). Success: 2-D distance <
+`success_distance`, heading error < `success_angle`, and the stop action called. Calling stop ends the
+episode, success or not.
 """
 
 from __future__ import annotations

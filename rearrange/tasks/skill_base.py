@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
-from rearrange.actions import check_reverse_speed, check_subsets
+from rearrange.actions import check_subsets
 from rearrange.sensors import SensorTarget
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import ForceMonitor, ForceStep, norm
@@ -28,6 +28,15 @@ def read_config(cls: type[ConfigT], node: Mapping[str, Any]) -> ConfigT:
     annotated type (`float`, `bool`, `str`); KeyError on a missing key, other keys are ignored."""
     hints = get_type_hints(cls)
     return cls(**{f.name: hints[f.name](node[f.name]) for f in fields(cls)})  # type: ignore[arg-type]
+
+
+def skill_base_reverse_speed(cfg: Mapping[str, Any]) -> float:
+    """The skill's `base_reverse_speed` in (0, 1] (absent: 1, habitat's); ValueError (one line) otherwise."""
+    value = cfg.get("base_reverse_speed", 1.0)
+    speed = float(value)
+    if not 0.0 < speed <= 1.0:
+        raise ValueError(f"skill.base_reverse_speed must be in (0, 1] (got {value})")
+    return speed
 
 
 def skill_action_subsets(cfg: Mapping[str, Any]) -> tuple[str, ...]:
@@ -62,7 +71,7 @@ class SkillTask:
         self.name = str(cfg["name"])
         self.obs_keys = tuple(cfg["obs_keys"])
         self.action_subsets = skill_action_subsets(cfg)
-        self.base_reverse_speed = check_reverse_speed(cfg.get("base_reverse_speed", 1.0))
+        self.base_reverse_speed = skill_base_reverse_speed(cfg)
         self.max_steps = int(cfg["max_steps"])
         self.sensor_target = SensorTarget()
         self.grip_disabled = False
