@@ -306,3 +306,18 @@ def test_learner_proximal_policy_equals_behaviour_when_nothing_is_stale():
         params[proximal] = [p.detach().clone() for p in ac.parameters()]
     for a, b in zip(params["behaviour"], params["learner"], strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("recurrent", [True, False])
+def test_learner_log_probs_are_the_networks_own_from_the_actor_alone(recurrent, monkeypatch):
+    """The learner's log-probs (the clip's centre) are `evaluate`'s (up to the rounding of another row
+    layout), and computing them never runs the critic (it is not needed there)."""
+    policy = POLICY_CFG if recurrent else {**POLICY_CFG, "architecture": "feedforward",
+                                           "feedforward": {"actor": [16], "critic": [16], "activation": "tanh"}}
+    torch.manual_seed(5)
+    ac = ActorCritic(OBS_SPACE, gym.spaces.Box(-1, 1, (2,), np.float32), policy)
+    rollout = collect(ac, steps=48)
+    ppo = PPO(ac, {**PPO_CFG, "proximal_policy": "learner"}, total_updates=4, seed=0)
+    expected, _ = reevaluate(ac, rollout)
+    monkeypatch.setattr(ac, "value", lambda *_: pytest.fail("the critic ran"))
+    torch.testing.assert_close(ppo._learner_log_probs(rollout), expected, rtol=1e-6, atol=1e-6)

@@ -299,9 +299,13 @@ class PPO:
         epochs' mini-batch layout, so memory stays as in training; the layout's order does not matter)."""
         log_probs = torch.empty_like(rollout.log_probs)
         layout = torch.Generator().manual_seed(0)  # not self.generator: the epochs' draws stay as they were
+        device = rollout.log_probs.device
         for mb in self._minibatches(rollout, layout):
-            rows, out = self._evaluate(rollout, mb)
-            log_probs[rows] = out.log_prob
+            rows = mb.rows.to(device)
+            # the actor alone: the critic's outputs are not needed here (the same log-probs, less work)
+            dist = self.actor_critic.action_dist({k: v[rows] for k, v in rollout.obs.items()},
+                                                 rollout.hidden[mb.seq_first_rows.to(device)], mb.seq_lengths)
+            log_probs[rows] = dist.log_prob(rollout.actions[rows])
         return log_probs
 
     def _evaluate(self, rollout: Rollout, mb: MiniBatch) -> tuple[torch.Tensor, EvalOutput]:
