@@ -140,3 +140,31 @@ def test_bad_skill_initial_action_is_one_line(capsys, tmp_path, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1, err
     assert err[0].startswith("error: policy.action.initial_mean must be a non-empty list of numbers in (-1, 1)")
+
+
+def test_place_under_the_cpu_profile_trains_with_run_4s_settings():
+    """configs/skill_profile/cpu_place.yaml: place (and only place, and only under the cpu profile) trains without
+    the overlap, with habitat's clip and a Gaussian stop; a command-line override still wins."""
+    place = compose("train_skill", ["skill=place", "profile=cpu"])
+    assert not place.trainer.overlap_learning and place.trainer.ppo.proximal_policy == "behaviour"
+    assert list(place.skill_binary_actions) == [] and place.skill_initial_action.stop == -0.9
+    assert place.trainer.num_envs == 16 and place.policy.architecture == "feedforward"  # the rest is the profile's
+    pick = compose("train_skill", ["skill=pick", "profile=cpu"])
+    assert pick.trainer.overlap_learning and pick.trainer.ppo.proximal_policy == "learner"
+    assert list(pick.skill_binary_actions) == ["stop"] and pick.skill_initial_action.stop == -0.986
+    paper = {skill: compose("train_skill", [f"skill={skill}", "profile=paper"]) for skill in ("place", "pick")}
+    assert paper["place"].trainer == paper["pick"].trainer  # no paper_place.yaml: the paper profile as it is
+    assert paper["place"].get("skill_binary_actions") == paper["pick"].get("skill_binary_actions")
+    again = compose("train_skill", ["skill=place", "profile=cpu", "trainer.overlap_learning=true",
+                                    "skill_binary_actions=[stop]"])
+    assert again.trainer.overlap_learning and list(again.skill_binary_actions) == ["stop"]
+
+
+def test_train_skill_place_records_the_skill_profile(monkeypatch, tmp_path):
+    """What `train-skill --skill place` composes (the cpu profile resolved on a machine without CUDA)."""
+    import argparse
+
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    args = argparse.Namespace(skill="place", resume=None, out=str(tmp_path / "run"), overrides=[])
+    cfg, _, _ = train_cli.load_config(args)
+    assert cfg.profile == "cpu" and not cfg.trainer.overlap_learning and list(cfg.skill_binary_actions) == []
