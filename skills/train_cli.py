@@ -39,7 +39,9 @@ training profile, one switch: profile=cpu|paper|auto (configs/profile/; other ov
   profile=cpu                       feed-forward MLPs + 16x16 ray-cast depth, 16 envs in 2 processes,
                                     the update overlapped with collection (trainer.overlap_learning),
                                     a binary (Bernoulli) stop (skill_binary_actions): for a few CPU cores
-                                    (values and measurements: configs/profile/cpu.yaml)
+                                    (values and measurements: configs/profile/cpu.yaml); place keeps the
+                                    update in step, habitat's clip and a Gaussian stop, with which it
+                                    learned twice as fast at first (configs/skill_profile/cpu_place.yaml)
 
 overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups):
   trainer=ver|nover|sync            collection mode (configs/trainer/)
