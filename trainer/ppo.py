@@ -299,22 +299,23 @@ class PPO:
         epochs' mini-batch layout, so memory stays as in training; the layout's order does not matter)."""
         log_probs = torch.empty_like(rollout.log_probs)
         layout = torch.Generator().manual_seed(0)  # not self.generator: the epochs' draws stay as they were
-        device = rollout.log_probs.device
         for mb in self._minibatches(rollout, layout):
-            rows = mb.rows.to(device)
+            rows, obs, hidden = self._minibatch_inputs(rollout, mb)
             # the actor alone: the critic's outputs are not needed here (the same log-probs, less work)
-            dist = self.actor_critic.action_dist({k: v[rows] for k, v in rollout.obs.items()},
-                                                 rollout.hidden[mb.seq_first_rows.to(device)], mb.seq_lengths)
-            log_probs[rows] = dist.log_prob(rollout.actions[rows])
+            log_probs[rows] = self.actor_critic.action_dist(obs, hidden, mb.seq_lengths).log_prob(rollout.actions[rows])
         return log_probs
 
     def _evaluate(self, rollout: Rollout, mb: MiniBatch) -> tuple[torch.Tensor, EvalOutput]:
         """The mini-batch's rows (on the rollout's device) and the network's log-probs, entropies and values there."""
+        rows, obs, hidden = self._minibatch_inputs(rollout, mb)
+        return rows, self.actor_critic.evaluate(obs, rollout.actions[rows], hidden, mb.seq_lengths)
+
+    @staticmethod
+    def _minibatch_inputs(rollout: Rollout, mb: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+        """The mini-batch's rows (on the rollout's device), their observations and each sequence's first state."""
         device = rollout.log_probs.device
         rows = mb.rows.to(device)
-        out = self.actor_critic.evaluate({k: v[rows] for k, v in rollout.obs.items()}, rollout.actions[rows],
-                                         rollout.hidden[mb.seq_first_rows.to(device)], mb.seq_lengths)
-        return rows, out
+        return rows, {k: v[rows] for k, v in rollout.obs.items()}, rollout.hidden[mb.seq_first_rows.to(device)]
 
     def _minibatches(self, rollout: Rollout, generator: torch.Generator | None = None) -> list[MiniBatch]:
         """One epoch's mini-batches, drawn with `generator` (default: the update's own, `self.generator`)."""
