@@ -55,7 +55,7 @@ from planner.grounding import SkillCall, SkillTarget, ground_action
 from planner.predicates import SymbolicInputs, load_planner_cfg
 from planner.problem import build_planner
 from planner.search import GroundAction, PlanningError, replan
-from rearrange.actions import ACTION_DIM, ACTION_SLICES
+from rearrange.actions import ACTION_DIM, ACTION_SLICES, subset_entries
 from rearrange.sensors import SensorTarget, observe
 from rearrange.tasks.skill_tasks import load_skill_config
 from skills.definitions import SkillDef, SkillMonitor
@@ -485,4 +485,4 @@ class _EpisodeRun:
 
 def _subset(skill: SkillDef, full: np.ndarray) -> np.ndarray:
     """The skill's own action entries of a full action (what its stop value is read from)."""
-    return np.concatenate([full[ACTION_SLICES[n]] for n in skill.action_subsets])
+    return subset_entries(skill.action_subsets, full)

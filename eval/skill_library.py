@@ -95,7 +95,7 @@ class PolicyController:
     def act(self, sim: RearrangeSim, obs: Mapping[str, np.ndarray]) -> np.ndarray:
         if self.own_sensors:
             obs = {**obs, **{k: f(sim, self.target) for k, f in self.own_sensors.items()}}
-        full = expand_action(self.skill.action_subsets, self.policy.act(obs), self.skill.base_reverse_speed)
+        full = expand_action(self.skill.action_subsets, self.policy.act(obs), self.skill.base_reverse_speed, sim)
         if self.skill.name == "pick" and self.target.object is not None and sim.grasped == self.target.object:
             full[GRIP] = 1.0
         if self.skill.name == "place":

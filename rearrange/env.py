@@ -134,9 +134,15 @@ class RearrangeEnv(gymnasium.Env):
     def step(self, action: np.ndarray):
         if self.sim is None or self.current_episode is None:
             raise RuntimeError("call reset() before step()")
-        subsets = self.task.action_subsets
-        full = expand_action(subsets, action, self.task.base_reverse_speed)
-        grip = None if ("grip" not in subsets or self.task.grip_disabled) else float(full[7])
+        return self.step_full(expand_action(self.task.action_subsets, action, self.task.base_reverse_speed, self.sim))
+
+    def step_full(self, full: np.ndarray):
+        """`step` with a full 11-dim joint-space action (an oracle's, already restricted to the task's
+        subsets with `rearrange.actions.restrict_full`)."""
+        if self.sim is None or self.current_episode is None:
+            raise RuntimeError("call reset() before step()")
+        full = np.asarray(full, dtype=np.float64).reshape(-1)
+        grip = None if ("grip" not in self.task.action_subsets or self.task.grip_disabled) else float(full[7])
         self.sim.step(full[0:7], grip, full[8:10])
         ts = self.task.step(self.sim, full)
         self._steps += 1

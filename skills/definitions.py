@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from rearrange.actions import ACTION_SLICES, SUBSET_ORDER, subset_dim
+from rearrange.actions import SUBSET_ORDER, SUBSET_SIZES, subset_dim
 from rearrange.sensors import check_sensor_names
 from rearrange.tasks.skill_base import skill_action_subsets, skill_base_reverse_speed
 from rearrange.tasks.skill_tasks import SKILL_NAMES, check_skill_name, load_skill_config, skill_node
@@ -94,7 +94,7 @@ class SkillDef:
         """Where each subset sits inside this skill's action vector."""
         out, k = {}, 0
         for name in self.action_subsets:
-            n = ACTION_SLICES[name].stop - ACTION_SLICES[name].start
+            n = SUBSET_SIZES[name]
             out[name] = slice(k, k + n)
             k += n
         return out
@@ -127,10 +127,10 @@ class SkillDef:
 
 def _check_subsets(key: str, names: Iterable[str]) -> None:
     """ValueError (one line naming `key` and the valid choices) for a name that is not an action subset."""
-    unknown = sorted(set(names) - set(ACTION_SLICES))
+    unknown = sorted(set(names) - set(SUBSET_SIZES))
     if unknown:
         raise ValueError(f"{key} has unknown action subset(s) {', '.join(unknown)}; "
-                         f"valid choices: {', '.join(ACTION_SLICES)}")
+                         f"valid choices: {', '.join(SUBSET_ORDER)}")
 
 
 def skill_def_from_config(cfg: Mapping[str, Any]) -> SkillDef:

@@ -1,7 +1,7 @@
 """Oracle starts: a training curriculum that begins some episodes part-way through the skill.
 
-With probability `prob` a reset lets the skill's oracle act first, through the env's own `step`
-(so the physics, the task's state and the step count are exactly what the policy would have left
+With probability `prob` a reset lets the skill's oracle act first, through the env's `step_full`
+with the oracle's joint-space action cut to the skill's subsets (so the physics, the task's state and the step count are exactly what the policy would have left
 behind), and hands over when the oracle enters one of the listed `phases` for the n-th time, n
 uniform over the list, plus U{0..extra_steps} more oracle steps. The policy then plays the rest of
 the episode (its remaining steps). What the policy would find hardest to discover by itself, such
@@ -26,7 +26,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from skills.oracles.base import select_subset
+from rearrange.actions import restrict_full
 from skills.oracles.factory import ORACLES, make_oracle
 
 
@@ -114,8 +114,8 @@ class OracleStartEnv(gymnasium.Wrapper):
                 if extra == 0:
                     return result
                 extra -= 1
-            action = select_subset(subsets, self.oracle.act(base.sim))
-            obs, _, terminated, truncated, info = self.env.step(action)
+            action = restrict_full(subsets, self.oracle.act(base.sim), base.task.base_reverse_speed)
+            obs, _, terminated, truncated, info = base.step_full(action)
             if terminated or truncated or self.oracle.done:
                 return None
             result = (obs, info)

@@ -111,7 +111,8 @@ class SkillPolicy:
             self.prev_action = previous_action_obs(action, self.actor_critic.action_space)
         return np.clip(action, -1.0, 1.0)
 
-    def full_action(self, subset_action: np.ndarray) -> np.ndarray:
-        """The skill action written into the 11-dim full action vector (unused entries 0)."""
-        return expand_action(self.skill.action_subsets, subset_action, self.skill.base_reverse_speed)
+    def full_action(self, subset_action: np.ndarray, sim: Any = None) -> np.ndarray:
+        """The skill action written into the 11-dim full action vector (unused entries 0); a skill with
+        the `arm_ee` subset needs the simulator it acts in."""
+        return expand_action(self.skill.action_subsets, subset_action, self.skill.base_reverse_speed, sim)
 

@@ -50,10 +50,16 @@ def full_action(arm: np.ndarray | None = None, grip: float = RELEASE, base: np.n
 def select_subset(subset_names: Sequence[str], full: np.ndarray) -> np.ndarray:
     """The entries of a full 11-vector that a skill env with these action subsets takes, in order.
 
-    The inverse of `rearrange.actions.expand_action` on the entries the subsets cover.
+    The inverse of `rearrange.actions.expand_action` on the entries the subsets cover. The oracles act in
+    joint space, which has no `arm_ee` counterpart: such an env takes an oracle's action through
+    `RearrangeEnv.step_full(rearrange.actions.restrict_full(...))` instead (oracle starts do).
     """
+    names = check_subsets(subset_names)
+    if "arm_ee" in names:
+        raise ValueError("the oracles act in joint space and cannot fill an 'arm_ee' action (imitation and "
+                         "the oracle agent need action_subsets with 'arm')")
     full = np.asarray(full, dtype=np.float64).reshape(ACTION_DIM)
-    return np.concatenate([full[ACTION_SLICES[n]] for n in check_subsets(subset_names)])
+    return np.concatenate([full[ACTION_SLICES[n]] for n in names])
 
 
 class Oracle:

@@ -4,7 +4,8 @@ The oracles move the arm only through joint-delta actions (`[-1, 1]` times the s
 `delta_per_step` per step), so IK here is a closed-loop velocity controller: every policy step it
 reads the current ee position and the MuJoCo position Jacobian (`sim.ee_jacobian()`) and returns the
 7 arm action entries that move the ee toward a world-frame target, with a null-space pull toward the
-rest pose and the joint limits respected.
+rest pose and the joint limits respected. The damped-least-squares pieces live in `rearrange.arm_ik`,
+shared with the `arm_ee` action subset.
 """
 
 from __future__ import annotations
@@ -14,10 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-def delta_per_step(sim) -> float:
-    """Radians one full arm action entry adds to a joint target (the simulator owns the number)."""
-    return float(sim.cfg["arm"]["delta_per_step"])
+from rearrange.arm_ik import dls_solve, joint_delta_to_action, nullspace_projector
 
 
 def ee_pointing(sim) -> tuple[np.ndarray, np.ndarray]:
@@ -38,20 +36,6 @@ def ee_pointing(sim) -> tuple[np.ndarray, np.ndarray]:
     mujoco.mj_jacSite(model, data, None, jacr, site)
     pointing = data.site_xmat[site].reshape(3, 3)[:, 0].copy()
     return pointing, jacr[:, dofs]
-
-
-def dls_solve(jacobian: np.ndarray, error: np.ndarray, damping: float) -> np.ndarray:
-    """Damped least squares joint step `J^T (J J^T + lambda^2 I)^-1 e` for a (3, n) Jacobian."""
-    jj = jacobian @ jacobian.T + (damping**2) * np.eye(jacobian.shape[0])
-    return jacobian.T @ np.linalg.solve(jj, error)
-
-
-def nullspace_projector(jacobian: np.ndarray, damping: float) -> np.ndarray:
-    """(n, n) projector onto (approximately) the null space of the damped Jacobian."""
-    n = jacobian.shape[1]
-    jj = jacobian @ jacobian.T + (damping**2) * np.eye(jacobian.shape[0])
-    j_pinv = jacobian.T @ np.linalg.inv(jj)
-    return np.eye(n) - j_pinv @ jacobian
 
 
 @dataclass(frozen=True)
@@ -77,21 +61,6 @@ class IKGains:
             max_step=float(cfg["max_step"]),
             rest_gain=float(cfg["rest_gain"]),
         )
-
-
-def _joint_delta_to_action(sim, q: np.ndarray, dq: np.ndarray, margin: float) -> np.ndarray:
-    """Clip `q + dq` into the joint limits and scale the step into the [-1, 1] action box.
-
-    The whole vector is scaled uniformly (not clipped per joint) so the ee keeps its direction.
-    """
-    limits = np.asarray(sim.arm_limits, dtype=np.float64)
-    lo, hi = limits[:, 0] + margin, limits[:, 1] - margin
-    dq = np.clip(q + dq, np.minimum(lo, q), np.maximum(hi, q)) - q
-    action = dq / delta_per_step(sim)
-    peak = float(np.max(np.abs(action))) if action.size else 0.0
-    if peak > 1.0:
-        action = action / peak
-    return action
 
 
 class ArmIK:
@@ -126,13 +95,13 @@ class ArmIK:
         dq = dls_solve(jac, step, g.damping)
         rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
         dq = dq + nullspace_projector(jac, g.damping) @ (g.nullspace_gain * (rest - q))
-        return _joint_delta_to_action(sim, q, dq, g.limit_margin)
+        return joint_delta_to_action(sim, q, dq, g.limit_margin)
 
     def action_to_joints(self, sim, q_target: np.ndarray) -> np.ndarray:
         """(7,) arm action in [-1, 1] moving the joints toward `q_target` (joint-space P control)."""
         q = np.asarray(sim.arm_qpos, dtype=np.float64)
         dq = self.gains.rest_gain * (np.asarray(q_target, dtype=np.float64) - q)
-        return _joint_delta_to_action(sim, q, dq, 0.0)
+        return joint_delta_to_action(sim, q, dq, 0.0)
 
     def action_to_rest(self, sim) -> np.ndarray:
         """(7,) arm action returning the arm to `sim.REST_ARM_QPOS`."""
