@@ -243,12 +243,14 @@ def _checkpoint_path(skill: str, given: str | None) -> Path:
     return found
 
 
-def _episodes(args: argparse.Namespace, skill: str, split: str, count: int, seed: int) -> list:
-    from rearrange.episodes import SPLITS, EpisodeFileError, load_episodes
+def _episodes(args: argparse.Namespace, skill: str, split: str, count: int, seed: int) -> tuple[list, str]:
+    """The episodes to run and their split (an episode file's own, from its header)."""
+    from rearrange.episodes import SPLITS, EpisodeFileError, load_dataset
 
     if args.episodes_file is not None:
         try:
-            episodes = load_episodes(args.episodes_file)
+            header = load_dataset(args.episodes_file)
+            episodes = header["episodes"]
         except EpisodeFileError as exc:
             exit_with_error(str(exc).splitlines()[0])
         wrong = sorted({e.kind for e in episodes if e.kind != skill})
@@ -256,11 +258,11 @@ def _episodes(args: argparse.Namespace, skill: str, split: str, count: int, seed
             exit_with_error(f"episode file {args.episodes_file} holds {', '.join(wrong)} episodes, not {skill}")
         if not episodes:
             exit_with_error(f"episode file {args.episodes_file} holds no episodes")
-        return episodes[:count]
+        return episodes[:count], str(header.get("split", split))
     require_choice("split", split, SPLITS)
     from rearrange.generate import generate_episodes
 
-    return generate_episodes(skill, split, count, seed)
+    return generate_episodes(skill, split, count, seed), split
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -288,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     set_inference_threads(ev["torch_threads"])  # also while loading (the processes set their own)
     checkpoint = None if args.oracle else args.checkpoint
     agent = _load_agent(checkpoint, args.skill, bool(ev["deterministic"]))
-    episodes = _episodes(args, args.skill, split, count, seed)
+    episodes, split = _episodes(args, args.skill, split, count, seed)
     env = _make_env(agent, args.skill, episodes, args.checkpoint, start_grasp)  # checks the observations
 
     out = Path(args.out or ev["out"] or f"runs/eval_skill/{args.skill}_{agent.name}.json")
