@@ -135,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from skills.policy import set_inference_threads
 
     set_inference_threads(ev["torch_threads"])
-    episodes = load_scenario_episodes(args.scenario, split, count, seed, episodes_file)
+    episodes, split = load_scenario_episodes(args.scenario, split, count, seed, episodes_file)
     try:
         result = evaluate(args.scenario, args.agent, episodes, cfg, seed=seed, split=split,
                           checkpoint_dir=args.checkpoint_dir, video_dir=args.video, progress=not args.no_progress,
@@ -152,14 +152,16 @@ class UsageError(ValueError):
 
 
 def load_scenario_episodes(scenario: str, split: str, count: int, seed: int,
-                           episodes_file: str | os.PathLike | None) -> list:
-    """`count` episodes of the scenario: the first ones of `episodes_file`, or generated (deterministic)."""
+                           episodes_file: str | os.PathLike | None) -> tuple[list, str]:
+    """`count` episodes of the scenario, the first ones of `episodes_file` or generated (deterministic),
+    and their split (an episode file's own, from its header)."""
     from configs.compose import exit_with_error
-    from rearrange.episodes import EpisodeFileError, load_episodes
+    from rearrange.episodes import EpisodeFileError, load_dataset
 
     if episodes_file is not None:
         try:
-            episodes = load_episodes(episodes_file)
+            header = load_dataset(episodes_file)
+            episodes = header["episodes"]
         except EpisodeFileError as exc:
             exit_with_error(str(exc))
         wrong = sorted({e.kind for e in episodes if e.kind != scenario})
@@ -167,10 +169,10 @@ def load_scenario_episodes(scenario: str, split: str, count: int, seed: int,
             exit_with_error(f"episode file {episodes_file} holds {', '.join(wrong)} episodes, not {scenario}")
         if len(episodes) < count:
             exit_with_error(f"episode file {episodes_file} has {len(episodes)} episodes, {count} requested")
-        return episodes[:count]
+        return episodes[:count], str(header.get("split", split))
     from rearrange.generate import generate_episodes
 
-    return generate_episodes(scenario, split, count, seed)
+    return generate_episodes(scenario, split, count, seed), split
 
 
 def initial_plans(scenario: str, episodes: Sequence[Any]) -> list:

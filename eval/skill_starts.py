@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         exit_with_error(str(exc))
     set_inference_threads(cfg["eval"]["torch_threads"])
-    episodes = load_scenario_episodes(args.scenario, args.split, args.episodes, args.seed, None)
+    episodes, _ = load_scenario_episodes(args.scenario, args.split, args.episodes, args.seed, None)
     recorder = StartRecorder(args.skill, args.split, f"{args.skill}_from_{args.scenario}_{args.split}",
                              args.max_object_shift, args.skip_moved, args.min_height)
     try:

@@ -170,3 +170,16 @@ def test_skill_call_summary_separates_first_tries_from_repeats():
     assert summary["pick"]["first"] == {"calls": 3, "succeeded": 2, "failed_by": {"timeout": 1}}
     assert summary["pick"]["retry"] == {"calls": 2, "succeeded": 1, "failed_by": {"timeout": 1}}
     assert summary["nav"]["first"]["calls"] == 1 and summary["nav"]["retry"]["calls"] == 0
+
+
+def test_an_episode_file_records_its_own_split(tmp_path):
+    """--episodes-file with train episodes: results.json says split 'train' (it wrote the default 'val')."""
+    from rearrange.episodes import save_episodes
+    from rearrange.generate import generate_episodes
+
+    path = tmp_path / "train.json.gz"
+    save_episodes(path, generate_episodes("set_table", "train", 1, 4), kind="set_table", split="train", seed=4)
+    out = tmp_path / "out"
+    assert main(["--scenario", "set_table", "--agent", "oracle", "--episodes-file", str(path), "--episodes", "1",
+                 "--out", str(out), "--no-progress", "hab_task.max_steps=5"]) == 0
+    assert json.loads((out / "results.json").read_text())["split"] == "train"
