@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rearrange.actions import ACTION_DIM, ACTION_SLICES, check_subsets
+from rearrange.actions import ACTION_DIM, ACTION_SLICES, check_subsets, subset_entries
 from rearrange.sensors import SensorTarget, target_from_episode
 from skills.oracles.base_follow import (
     BaseFollower,
@@ -58,8 +58,7 @@ def select_subset(subset_names: Sequence[str], full: np.ndarray) -> np.ndarray:
     if "arm_ee" in names:
         raise ValueError("the oracles act in joint space and cannot fill an 'arm_ee' action (imitation and "
                          "the oracle agent need action_subsets with 'arm')")
-    full = np.asarray(full, dtype=np.float64).reshape(ACTION_DIM)
-    return np.concatenate([full[ACTION_SLICES[n]] for n in names])
+    return subset_entries(names, full)
 
 
 class Oracle:
