@@ -235,6 +235,38 @@ def test_place_moving_object_to_goal_pays_and_far_release_ends():
     env.close()
 
 
+@pytest.mark.parametrize("near", [0.0, 2.0])
+def test_place_near_drop_reward_grows_as_the_release_comes_closer(near):
+    """near_drop_reward > 0 (deviation): a wrong drop d m from the goal also pays near x max(0, 1 - d / 0.5);
+    0 (habitat) leaves drop_pen alone, whatever the distance."""
+    paid = []
+    for shift in (0.25, 1.5):  # the goal this far from where the held object starts
+        ep = _place_episode_with_goal_at_hand()
+        ep.targets[0].goal_pos[2] += shift
+        env = make_env("place", [ep], reward__near_drop_reward=near, reward__near_drop_dist=0.5)
+        _, _, term, _, info = env.step(action(env, grip=-1.0))
+        assert term and info["wrong_drop"] == 1.0
+        d = info["object_to_goal_dist"]
+        assert info["reward/drop"] == pytest.approx(-0.5 + near * max(0.0, 1.0 - d / 0.5), abs=0.02)
+        paid.append(info["reward/drop"])
+        env.close()
+    assert (paid[0] > paid[1] + 0.5) if near else (paid[0] == paid[1] == -0.5)
+
+
+def test_place_bad_near_drop_values_are_named():
+    with pytest.raises(ValueError, match="near_drop_dist"):
+        make_env("place", reward__near_drop_dist=0.0)
+
+
+def test_a_place_config_saved_before_near_drop_keys_still_loads():
+    """Checkpoints carry their skill config; one written before the near_drop keys existed gets them off."""
+    from rearrange.tasks.skill_tasks import make_skill_task
+
+    cfg = load_skill_config("place")
+    del cfg["reward"]["near_drop_reward"], cfg["reward"]["near_drop_dist"]
+    assert make_skill_task(cfg).reward_cfg.near_drop_reward == 0.0
+
+
 def test_place_release_at_goal_pays_place_and_success():
     env = make_env("place", [_place_episode_with_goal_at_hand()])
     sim = env.sim

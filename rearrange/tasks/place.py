@@ -4,7 +4,8 @@ The episode starts with the target in the gripper (episode info `start_holding`,
 Reward per step: slack; dist_reward x decrease of object->goal while the object is held or away
 from the goal (not paid closer than `min_dist_to_goal`), x decrease of ee->rest after a release at
 the goal; place_reward once on releasing within `obj_at_goal_threshold` of the goal; drop_pen and the
-end of the episode for a release elsewhere; contact-force penalty and force termination;
+end of the episode for a release elsewhere (plus, deviation when `near_drop_reward` > 0, a share of
+`near_drop_reward` growing as the release comes closer to the goal); contact-force penalty and force termination;
 success_reward when successful. Optional (deviation, `approach_reward` > 0): approach_reward x
 decrease of the geodesic base distance to the navigable points within `approach_reach` of the goal,
 while the object is held, until the first release (`rearrange.tasks.approach`); and (`opening_path_offset`
@@ -44,6 +45,8 @@ class PlaceReward:
     place_reward: float
     drop_pen: float
     wrong_drop_should_end: bool
+    near_drop_reward: float = 0.0  # deviation when > 0: a wrong drop d metres from the goal also pays
+    near_drop_dist: float = 0.5  # near_drop_reward x max(0, 1 - d / near_drop_dist)
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,9 @@ class PlaceTask(SkillTask):
         self.block_regrasp = bool(cfg["block_regrasp"])
         self.reward_cfg = read_config(PlaceReward, cfg["reward"])
         self.success_cfg = read_config(PlaceSuccess, cfg["success"])
+        if not (self.reward_cfg.near_drop_reward >= 0.0 and self.reward_cfg.near_drop_dist > 0.0):
+            raise ValueError(f"skill.reward: near_drop_reward must be >= 0 and near_drop_dist > 0 (got "
+                             f"{self.reward_cfg.near_drop_reward}, {self.reward_cfg.near_drop_dist})")
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
         self.path = OpeningPath(check_opening_path_cfg(cfg["reward"], self.name))
@@ -113,7 +119,7 @@ class PlaceTask(SkillTask):
                 terms["place"] = r.place_reward
                 info["did_place"] = 1.0
             else:
-                terms["drop"] = -r.drop_pen
+                terms["drop"] = -r.drop_pen + r.near_drop_reward * max(0.0, 1.0 - obj_to_goal / r.near_drop_dist)
                 terminated |= r.wrong_drop_should_end
                 info["wrong_drop"] = 1.0
         mode = "rest" if (self.released and at_goal) else "object"

@@ -9,7 +9,7 @@ for its `reward` and `success` nodes (`read_config` fills them), so `step` does 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
 from rearrange.actions import check_subsets
@@ -25,9 +25,11 @@ ConfigT = TypeVar("ConfigT")
 
 def read_config(cls: type[ConfigT], node: Mapping[str, Any]) -> ConfigT:
     """The dataclass `cls` with each field read from `node` under its own name and converted by its
-    annotated type (`float`, `bool`, `str`); KeyError on a missing key, other keys are ignored."""
+    annotated type (`float`, `bool`, `str`); a field with a default may be absent (a key added after
+    checkpoints were saved without it), KeyError on any other missing key; other keys are ignored."""
     hints = get_type_hints(cls)
-    return cls(**{f.name: hints[f.name](node[f.name]) for f in fields(cls)})  # type: ignore[arg-type]
+    return cls(**{f.name: hints[f.name](node[f.name]) for f in fields(cls)  # type: ignore[arg-type]
+                  if f.name in node or (f.default is MISSING and f.default_factory is MISSING)})
 
 
 def skill_base_reverse_speed(cfg: Mapping[str, Any]) -> float:
@@ -43,7 +45,7 @@ def skill_action_subsets(cfg: Mapping[str, Any]) -> tuple[str, ...]:
     """The skill's action subsets; `base` is dropped when `base_movement` is false (the ablation)."""
     subsets: Sequence[str] = list(cfg["action_subsets"])
     if not bool(cfg["base_movement"]):
-        if "arm" not in subsets:
+        if "arm" not in subsets and "arm_ee" not in subsets:
             raise ValueError(f"skill {cfg['name']} cannot run without base movement (base_movement=false "
                              "is only for the manipulation skills)")
         subsets = [s for s in subsets if s != "base"]
