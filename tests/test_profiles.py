@@ -132,7 +132,7 @@ def test_skill_initial_action_reaches_the_policy(skill, profile, overrides, expe
 def test_bad_skill_initial_action_is_one_line(capsys, tmp_path, monkeypatch):
     from skills.definitions import get_skill
 
-    with pytest.raises(ValueError, match=r"unknown action subset\(s\) jump; valid choices: arm, grip, base, stop"):
+    with pytest.raises(ValueError, match=r"unknown action subset\(s\) jump; valid choices: arm, arm_ee, grip, base, stop"):
         get_skill("nav").initial_action_mean({"jump": 0.5})
     monkeypatch.setattr(train_cli, "prepare_dataset", lambda *a: pytest.fail("no dataset for a bad config"))
     with pytest.raises(SystemExit) as exc:
