@@ -41,6 +41,7 @@ class NavReward:
     distance: str  # one of DISTANCES
     angle_dist_reward: float
     turn_reward_dist: float
+    early_stop_pen: float = 0.0  # absent in nav checkpoints saved before the key: habitat's 0
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class NavTask(SkillTask):
                              f"{', '.join(DISTANCES)}")
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.angle = DistanceDelta(self.reward_cfg.angle_dist_reward)
-        self.early_stop_pen = float(cfg["reward"].get("early_stop_pen", 0.0))
+        self.early_stop_pen = self.reward_cfg.early_stop_pen
         if not self.early_stop_pen >= 0.0:
             raise ValueError(f"skill.reward.early_stop_pen must be >= 0 (got {self.early_stop_pen})")
         self.goal_xy = np.zeros(2)
