@@ -2,8 +2,9 @@
 
 With probability `prob` a reset lets the skill's oracle act first, through the env's `step_full` with
 the oracle's joint-space action cut to the skill's subsets (so the physics, the task's state and the
-step count are exactly what the policy would have left behind), and hands over when the oracle enters one of the listed `phases` for the n-th time, n
-uniform over the list, plus U{0..extra_steps} more oracle steps. The policy then plays the rest of
+step count are exactly what the policy would have left behind), and hands over when the oracle enters
+one of the listed `phases` for the n-th time, n uniform over the list, plus U{0..extra_steps} more
+oracle steps. The policy then plays the rest of
 the episode (its remaining steps). What the policy would find hardest to discover by itself, such
 as releasing a held object at the goal, is then seen from the first updates on (the "start from a
 demonstration state" curriculum of Salimans & Chen 2018, with the scripted oracle as the
