@@ -156,20 +156,16 @@ def load_scenario_episodes(scenario: str, split: str, count: int, seed: int,
     """`count` episodes of the scenario, the first ones of `episodes_file` or generated (deterministic),
     and their split (an episode file's own, from its header)."""
     from configs.compose import exit_with_error
-    from rearrange.episodes import EpisodeFileError, load_dataset
+    from rearrange.episodes import EpisodeFileError, load_episodes_of_kind
 
     if episodes_file is not None:
         try:
-            header = load_dataset(episodes_file)
-            episodes = header["episodes"]
+            episodes, file_split = load_episodes_of_kind(episodes_file, scenario)
         except EpisodeFileError as exc:
             exit_with_error(str(exc))
-        wrong = sorted({e.kind for e in episodes if e.kind != scenario})
-        if wrong:
-            exit_with_error(f"episode file {episodes_file} holds {', '.join(wrong)} episodes, not {scenario}")
         if len(episodes) < count:
             exit_with_error(f"episode file {episodes_file} has {len(episodes)} episodes, {count} requested")
-        return episodes[:count], str(header.get("split", split))
+        return episodes[:count], file_split or split
     from rearrange.generate import generate_episodes
 
     return generate_episodes(scenario, split, count, seed), split

@@ -245,20 +245,16 @@ def _checkpoint_path(skill: str, given: str | None) -> Path:
 
 def _episodes(args: argparse.Namespace, skill: str, split: str, count: int, seed: int) -> tuple[list, str]:
     """The episodes to run and their split (an episode file's own, from its header)."""
-    from rearrange.episodes import SPLITS, EpisodeFileError, load_dataset
+    from rearrange.episodes import SPLITS, EpisodeFileError, load_episodes_of_kind
 
     if args.episodes_file is not None:
         try:
-            header = load_dataset(args.episodes_file)
-            episodes = header["episodes"]
+            episodes, file_split = load_episodes_of_kind(args.episodes_file, skill)
         except EpisodeFileError as exc:
             exit_with_error(str(exc).splitlines()[0])
-        wrong = sorted({e.kind for e in episodes if e.kind != skill})
-        if wrong:
-            exit_with_error(f"episode file {args.episodes_file} holds {', '.join(wrong)} episodes, not {skill}")
         if not episodes:
             exit_with_error(f"episode file {args.episodes_file} holds no episodes")
-        return episodes[:count], str(header.get("split", split))
+        return episodes[:count], file_split or split
     require_choice("split", split, SPLITS)
     from rearrange.generate import generate_episodes
 

@@ -303,6 +303,16 @@ def load_episodes(path: str | os.PathLike) -> list[Episode]:
     return load_dataset(path)["episodes"]
 
 
+def load_episodes_of_kind(path: str | os.PathLike, kind: str) -> tuple[list[Episode], str | None]:
+    """A dataset's episodes and its split (None if the header has none), for a caller that runs `kind`;
+    `EpisodeFileError` (one line) on a bad file or on episodes of another kind."""
+    data = load_dataset(path)
+    wrong = sorted({e.kind for e in data["episodes"] if e.kind != kind})
+    if wrong:
+        raise EpisodeFileError(f"episode file {path} holds {', '.join(wrong)} episodes, not {kind}")
+    return data["episodes"], data["split"]
+
+
 def generate_episodes(kind: str, split: str, count: int, seed: int) -> list[Episode]:
     """Generate `count` episodes of `kind` on `split` layouts (see `rearrange.generate`)."""
     from rearrange.generate import generate_episodes as _generate
