@@ -37,24 +37,30 @@ def split_by_outcome(result: dict, episodes: Sequence[Episode]) -> tuple[list[Ep
     return failed, solved
 
 
-def select(results: Sequence[dict], successes: float, seed: int) -> list[Episode]:
-    """Every failed episode of `results`, then round(successes x that many) solved ones drawn without
-    replacement (all of them if there are fewer)."""
+def train_episode_file(result: dict) -> dict:
+    """The header and episodes of the file a result ran on; ValueError (one line) unless it holds train episodes."""
+    if not result.get("episodes_file"):
+        raise ValueError("a result without an episode file (eval-skill --episodes-file): nothing to select from")
+    header = load_dataset(result["episodes_file"])
+    if header.get("split") != "train":
+        raise ValueError(f"{result['episodes_file']} holds {header.get('split')!r}-split episodes; only "
+                         "train-split results may choose training episodes")
+    return header
+
+
+def select(results: Sequence[dict], headers: Sequence[dict], successes: float,
+           seed: int) -> tuple[list[Episode], list[Episode]]:
+    """(every failed episode of `results`, round(successes x that many) solved ones drawn without replacement,
+    all of them if there are fewer); `headers[i]` is result i's episode file (`train_episode_file`)."""
     failed: list[Episode] = []
     solved: list[Episode] = []
-    for result in results:
-        if not result.get("episodes_file"):
-            raise ValueError("a result without an episode file (eval-skill --episodes-file): nothing to select from")
-        header = load_dataset(result["episodes_file"])
-        if header.get("split") != "train":
-            raise ValueError(f"{result['episodes_file']} holds {header.get('split')!r}-split episodes; only "
-                             "train-split results may choose training episodes")
+    for result, header in zip(results, headers, strict=True):
         f, s = split_by_outcome(result, header["episodes"])
         failed += f
         solved += s
     want = min(len(solved), int(round(successes * len(failed))))
     picked = np.random.default_rng(seed).choice(len(solved), size=want, replace=False) if want else []
-    return failed + [solved[i] for i in sorted(picked)]
+    return failed, [solved[i] for i in sorted(picked)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,16 +82,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_with_error(f"--successes must be >= 0, got {args.successes}")
     try:
         results = [json.loads(Path(r).read_text()) for r in args.results]
-        episodes = select(results, args.successes, args.seed)
+        headers = [train_episode_file(r) for r in results]
+        failed, solved = select(results, headers, args.successes, args.seed)
+        episodes = failed + solved
         kinds = {e.kind for e in episodes}
         if len(kinds) != 1:
             raise ValueError(f"the results hold episodes of {len(kinds)} kinds ({', '.join(sorted(kinds))}); need one")
-        header = load_dataset(results[0]["episodes_file"])
     except (OSError, KeyError, ValueError, EpisodeFileError) as exc:
         exit_with_error(f"{type(exc).__name__}: {exc}" if isinstance(exc, KeyError) else str(exc))
-    failed = sum(1 for r in results for row in r["episodes"] if not row["success"])
-    save_episodes(out, episodes, kind=kinds.pop(), split="train", seed=header.get("seed"))
-    print(f"wrote {len(episodes)} episodes ({failed} failed, {len(episodes) - failed} solved) to {out}")
+    save_episodes(out, episodes, kind=kinds.pop(), split="train", seed=headers[0].get("seed"))
+    print(f"wrote {len(episodes)} episodes ({len(failed)} failed, {len(solved)} solved) to {out}")
     return 0
 
 

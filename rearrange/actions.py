@@ -92,7 +92,12 @@ def expand_action(subset_names: Sequence[str], a: np.ndarray, reverse_speed: flo
 
         full[index] = np.delete(a, np.arange(ee.start, ee.stop))
         full[ACTION_SLICES["arm"]] = ee_delta_to_arm_action(sim, a[ee])
-    full = np.clip(full, -1.0, 1.0)
+    return _clip_and_slow_reverse(full, reverse_speed)
+
+
+def _clip_and_slow_reverse(full: np.ndarray, reverse_speed: float) -> np.ndarray:
+    """`full` clipped to [-1, 1] in place, a reverse base command then scaled by `reverse_speed`."""
+    np.clip(full, -1.0, 1.0, out=full)
     if full[BASE_LINEAR] < 0.0:
         full[BASE_LINEAR] *= reverse_speed
     return full
@@ -109,10 +114,7 @@ def restrict_full(subset_names: Sequence[str], full: np.ndarray, reverse_speed: 
     for n in names:
         sl = ACTION_SLICES["arm" if n == "arm_ee" else n]
         out[sl] = src[sl]
-    out = np.clip(out, -1.0, 1.0)
-    if out[BASE_LINEAR] < 0.0:
-        out[BASE_LINEAR] *= reverse_speed
-    return out
+    return _clip_and_slow_reverse(out, reverse_speed)
 
 
 def subset_entries(subset_names: Sequence[str], full: np.ndarray) -> np.ndarray:
