@@ -194,6 +194,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         skill = skill_def_from_config(skill_cfg)
         make_skill_task(skill_cfg)  # a skill config the task cannot use fails here, before any worker starts
+        if "arm_ee" in skill.action_subsets:  # and so do the sim's ee-control settings it would read every step
+            from rearrange.arm_ik import EEControl
+            from rearrange.sim import load_sim_config
+
+            EEControl.from_sim_cfg(load_sim_config(to_plain(cfg.sim)))
         oracle_start = OracleStartConfig.from_node(skill_cfg.get("oracle_start"), skill.name)
         plain = to_plain(cfg)
         initial_mean = skill.initial_action_mean(plain.get("skill_initial_action") or {})

@@ -108,6 +108,25 @@ def _ee_place_env() -> RearrangeEnv:
     return RearrangeEnv(make_skill_task(cfg), [episode_from_dict(PLACE_ON_COUNTER)])
 
 
+def test_bad_ee_control_settings_fail_when_the_env_is_built():
+    cfg = copy.deepcopy(load_skill_config("place"))
+    cfg["action_subsets"] = list(EE_SUBSETS)
+    with pytest.raises(ValueError, match="ctrl_lim > 0"):
+        RearrangeEnv(make_skill_task(cfg), [episode_from_dict(PLACE_ON_COUNTER)],
+                     sim_cfg={"arm": {"ee_control": {"ctrl_lim": 0.0}}})
+
+
+def test_train_skill_rejects_bad_ee_control_before_any_work(capsys, tmp_path):
+    from cli_errors import one_line_exit_2
+
+    from skills.train_cli import main
+
+    out = tmp_path / "run"
+    err = one_line_exit_2(capsys, main, ["--skill", "place", "--out", str(out), "skill.action_subsets=[arm_ee,grip,base]",
+                                         "sim.arm.ee_control.damping=-1"])
+    assert "arm.ee_control" in err and "damping > 0" in err and not out.exists()
+
+
 def test_an_arm_ee_place_env_steps_and_takes_oracle_starts():
     env = _ee_place_env()
     try:
