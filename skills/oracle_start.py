@@ -4,11 +4,10 @@ With probability `prob` a reset lets the skill's oracle act first, through the e
 the oracle's joint-space action cut to the skill's subsets (so the physics, the task's state and the
 step count are exactly what the policy would have left behind), and hands over when the oracle enters
 one of the listed `phases` for the n-th time, n uniform over the list, plus U{0..extra_steps} more
-oracle steps. The policy then plays the rest of
-the episode (its remaining steps). What the policy would find hardest to discover by itself, such
-as releasing a held object at the goal, is then seen from the first updates on (the "start from a
-demonstration state" curriculum of Salimans & Chen 2018, with the scripted oracle as the
-demonstrator). An episode the prefix already ended falls back to an ordinary reset, and so does a
+oracle steps. The policy then plays the rest of the episode (its remaining steps). What the policy
+would find hardest to discover by itself, such as releasing a held object at the goal, is then seen
+from the first updates on (the "start from a demonstration state" curriculum of Salimans & Chen 2018,
+with the scripted oracle as the demonstrator). An episode the prefix already ended falls back to an ordinary reset, and so does a
 prefix that has not handed over within `max_prefix_steps` (> 0): an oracle that cannot finish its
 first phase (a fixed base outside its stand-off zone) would otherwise play the whole episode first.
 
