@@ -81,6 +81,20 @@ def sim_stats(sim: Mapping[str, Any], wall_seconds: float, num_envs: int) -> dic
     }
 
 
+def cpu_stats(cpu: Mapping[str, Any], steps: int) -> dict[str, float]:
+    """Where the cores went over the measured window: the main process's CPU per step (inference, the
+    learner, the collector; for raw only the random actions), the whole machine's, and how many of its
+    cores were busy on average (all processes, this benchmark's env workers included)."""
+    steps = max(int(steps), 1)
+    busy, total = float(cpu["machine_busy_seconds"]), float(cpu["machine_seconds"])
+    return {
+        "main_cpu_ms_per_step": 1000.0 * float(cpu["main_seconds"]) / steps,
+        "machine_cpu_ms_per_step": 1000.0 * busy / steps,
+        "cores_busy": busy / total * int(cpu["cores"]) if total > 0 else math.nan,
+        "cores": int(cpu["cores"]),
+    }
+
+
 def raw_stats(result: Mapping[str, Any], warmup: int) -> dict[str, Any]:
     """The row entries of a raw-simulation run: its collection is all of it, nothing is learned."""
     sps = result["measured_steps"] / max(result["measured_seconds"], 1e-9)
@@ -108,6 +122,8 @@ def analyse(result: Mapping[str, Any], warmup: int, num_envs: int) -> dict[str, 
     wall = row["measured_seconds"] if result["sim"]["from_warmup_snapshot"] else result.get(
         "total_seconds", row["measured_seconds"])
     row["sim"] = sim_stats(result["sim"], wall, num_envs)
+    if result.get("cpu"):
+        row["cpu"] = cpu_stats(result["cpu"], row["measured_steps"])
     row["ranks"] = int(result.get("ranks", 1))
     row["stopped_by_budget"] = bool(result.get("stopped_by_budget", False))
     return row
@@ -174,6 +190,8 @@ def combine_repeats(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "measured_seconds": float(sum(r["measured_seconds"] for r in ok)),
         "time_s": {k: float(sum(r["time_s"].get(k, 0.0) for r in ok)) for k in ok[0]["time_s"]},
         "sim": {k: float(np.mean([r["sim"][k] for r in ok])) for k in ok[0]["sim"]},
+        **({"cpu": {k: float(np.mean([r["cpu"][k] for r in ok])) for k in ok[0]["cpu"]}}
+           if all("cpu" in r for r in ok) else {}),
         "rollout_sps": [v for r in ok for v in r["rollout_sps"]],
         "repeats": [{k: r[k] for k in ("mean_sps", "max_sps")} for r in ok],
         "failed_repeats": len(rows) - len(ok),

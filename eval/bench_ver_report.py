@@ -53,7 +53,7 @@ def format_table(report: Mapping[str, Any]) -> str:
     rows = report["modes"]
     head = (f"{'mode':<15}{'mean SPS':>14}{'/ raw':>7}{'max SPS':>10}{'collect SPS':>12}"
             f"{'collect s':>10}{'infer s':>9}{'wait s':>8}{'learn s':>9}{'wall s':>8}"
-            f"{'sim ms/step':>12}{'(CPU ms)':>9}{'sim busy':>9}")
+            f"{'sim ms/step':>12}{'(CPU ms)':>9}{'sim busy':>9}{'main CPU ms':>12}{'all CPU ms':>11}{'cores busy':>11}")
     lines = []
     if "skill" in report.get("config", {}):
         lines.append(workload_line(report["config"]))
@@ -62,7 +62,7 @@ def format_table(report: Mapping[str, Any]) -> str:
         if row.get("status") != "ok":
             lines.append(f"{mode:<15}{row.get('status', 'not run')}")
             continue
-        t, sim = row.get("time_s", {}), row.get("sim", {})
+        t, sim, cpu = row.get("time_s", {}), row.get("sim", {}), row.get("cpu", {})
         lines.append(
             f"{mode:<15}{_mean_text(row):>14}{_fmt(row.get('over_raw'), 7, 2)}{row['max_sps']:>10.1f}"
             f"{_fmt(row.get('collect_sps'), 12, 1)}{_fmt(t.get('collection'), 10, 1)}"
@@ -70,7 +70,12 @@ def format_table(report: Mapping[str, Any]) -> str:
             f"{_fmt(row.get('measured_seconds'), 8, 1)}"
             f"{_fmt(sim.get('ms_per_step'), 12, 2)}{_fmt(sim.get('cpu_ms_per_step'), 9, 2)}"
             f"{_fmt(sim.get('busy_fraction'), 9, 2)}"
+            f"{_fmt(cpu.get('main_cpu_ms_per_step'), 12, 3)}{_fmt(cpu.get('machine_cpu_ms_per_step'), 11, 3)}"
+            f"{_fmt(cpu.get('cores_busy'), 11, 2)}"
             + ("  (stopped by --max-seconds)" if row.get("stopped_by_budget") else ""))
+    if any(row.get("cpu") for row in rows.values()):
+        lines.append("(CPU ms per step over the measured window: main = the benchmark's main process, all threads; "
+                     "all = every process on the machine; cores busy = the machine's mean)")
     if rows.get("sample_factory", {}).get("status") == "ok":
         lines.append("(sample_factory: its learner and inference run in parallel processes, so its seconds overlap)")
     r = report.get("ratios", {})

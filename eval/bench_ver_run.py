@@ -45,6 +45,31 @@ NUM_COUNTERS = 5
 _POLL_S = 0.05  # longest single wait of the raw driver (so a hang or the deadline is noticed)
 
 
+def cpu_snapshot() -> np.ndarray:
+    """[CPU seconds of this process (all its threads), busy and total CPU seconds of the machine].
+
+    The machine's seconds are summed over its cores from /proc/stat (busy: all but idle and iowait), so
+    their difference over a window tells how many cores were busy; NaN where /proc/stat is missing.
+    """
+    machine = [math.nan, math.nan]
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = [float(v) for v in f.readline().split()[1:]]
+        hz = float(os.sysconf("SC_CLK_TCK"))
+        total = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guest is inside user)
+        machine = [(total - fields[3] - fields[4]) / hz, total / hz]
+    except (OSError, ValueError, IndexError):
+        pass
+    return np.array([time.process_time(), *machine], dtype=np.float64)
+
+
+def cpu_totals(start: np.ndarray, end: np.ndarray) -> dict[str, float]:
+    """The `cpu` entry of a result: this process's and the machine's CPU seconds over the window."""
+    delta = end - start
+    return {"main_seconds": float(delta[0]), "machine_busy_seconds": float(delta[1]),
+            "machine_seconds": float(delta[2]), "cores": os.cpu_count() or 1}
+
+
 # ----------------------------------------------------------------------------- the env of every mode
 
 
@@ -157,9 +182,10 @@ def raw_run(env_fn, cfg, counters, warmup_windows: int, max_seconds: float | Non
     marks: list[tuple[int, float]] = []  # (steps answered, time) at the end of each window
     action_time = wait_time = 0.0
     action_at_warmup = wait_at_warmup = 0.0  # the same, at the end of the warm-up windows
-    snapshot = None
+    snapshot = cpu_at_mark = None
     stopped_by_budget = False
     t_start = time.monotonic()
+    cpu_at_warmup = cpu_snapshot()  # replaced at the end of the warm-up windows
     deadline = t_start + max_seconds if max_seconds else math.inf
     try:
         pool.start_all()
@@ -178,8 +204,10 @@ def raw_run(env_fn, cfg, counters, warmup_windows: int, max_seconds: float | Non
                     done += len(ev.envs)
                     if done >= (len(marks) + 1) * window:
                         marks.append((done, now))
+                        cpu_at_mark = cpu_snapshot()  # the measured window ends at the last mark
                         if len(marks) == warmup_windows:
                             snapshot = np.asarray(counters).copy()
+                            cpu_at_warmup = cpu_at_mark
                             action_at_warmup, wait_at_warmup = action_time, wait_time
                 if issued < total and now >= deadline:  # issue nothing more; the steps in flight arrive
                     stopped_by_budget = True
@@ -214,6 +242,7 @@ def raw_run(env_fn, cfg, counters, warmup_windows: int, max_seconds: float | Non
         "num_workers": pool.num_workers,
         "stopped_by_budget": stopped_by_budget,
         "snapshot": snapshot,
+        "cpu": cpu_totals(cpu_at_warmup, cpu_at_mark),
     }
 
 
@@ -232,6 +261,8 @@ class _MetricsWatcher(threading.Thread):
         self.metrics_path, self.warmup, self.counters = metrics_path, warmup, counters
         self.at_warmup: np.ndarray | None = None
         self.latest: np.ndarray | None = None
+        self.cpu_at_warmup: np.ndarray | None = None  # cpu_snapshot() beside each counters copy
+        self.cpu_latest: np.ndarray | None = None
         self._lines = -1
         self._halt = threading.Event()
 
@@ -242,9 +273,9 @@ class _MetricsWatcher(threading.Thread):
                 lines = sum(1 for line in f if line.strip())
         if lines != self._lines:
             self._lines = lines
-            self.latest = np.asarray(self.counters).copy()
+            self.latest, self.cpu_latest = np.asarray(self.counters).copy(), cpu_snapshot()
             if self.at_warmup is None and lines >= self.warmup:
-                self.at_warmup = self.latest
+                self.at_warmup, self.cpu_at_warmup = self.latest, self.cpu_latest
 
     def run(self) -> None:
         while not self._halt.is_set():
@@ -306,6 +337,8 @@ def _train_run(env_fn, cfg, counters, warmup: int, out_dir: Path, rank: int, max
     entries = {"summary": {k: summary[k] for k in ("env_steps", "updates", "wall_time_s", "sps", "world_size")},
                "stopped_by_budget": stopped_by_budget}
     end = watcher.latest if stopped_by_budget else None
+    if rank == 0 and watcher.cpu_at_warmup is not None:  # CPU over the logged rollouts' window
+        entries["cpu"] = cpu_totals(watcher.cpu_at_warmup, watcher.cpu_latest)
     return entries, watcher.at_warmup, end
 
 

@@ -7,6 +7,9 @@ No assertion on speed: only that numbers exist, are positive and are consistent 
 from __future__ import annotations
 
 import json
+import math
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -231,6 +234,10 @@ def test_pick_cpu_profile_tiny_run_reports_every_mode_and_its_ratio_to_raw(tmp_p
         assert row["mean_sps"] > 0 and row["sim"]["ms_per_step"] > 0
         assert set(row["time_s"]) >= {"collection", "inference", "learning", "waiting"}
         assert row["over_raw"] == pytest.approx(row["mean_sps"] / modes["raw"]["mean_sps"])
+        # where the cores went: the main process's CPU per step is part of the machine's
+        cpu = row["cpu"]
+        assert 0 < cpu["main_cpu_ms_per_step"] <= cpu["machine_cpu_ms_per_step"], (mode, cpu)
+        assert 0 < cpu["cores_busy"] <= cpu["cores"] + 1e-6
     for mode in ("sync", "nover", "ver"):
         assert report["ratios"][f"{mode}_over_raw"] == pytest.approx(modes[mode]["over_raw"])
         assert modes[mode]["time_s"]["learning"] > 0
@@ -239,7 +246,28 @@ def test_pick_cpu_profile_tiny_run_reports_every_mode_and_its_ratio_to_raw(tmp_p
     sf = modes["sample_factory"]
     assert sf["status"].startswith("not run: cannot run") and "head depth 16x16 raycast" in sf["setup"]
     assert "VER / raw = " in captured.out and "NoVER / raw = " in captured.out and "sync / raw = " in captured.out
+    assert "main CPU ms" in captured.out and "cores busy" in captured.out
     assert "sample_factory not run: cannot run" in captured.out and "sample_factory: same env as ours" in captured.out
+
+
+def test_cpu_snapshot_counts_this_process_and_the_machine():
+    before = bench_ver_run.cpu_snapshot()
+    end = time.process_time() + 0.05
+    while time.process_time() < end:  # 50 ms of CPU in this process
+        pass
+    totals = bench_ver_run.cpu_totals(before, bench_ver_run.cpu_snapshot())
+    assert totals["main_seconds"] >= 0.05
+    if Path("/proc/stat").exists():  # the machine's busy seconds include ours and never exceed its total
+        assert totals["main_seconds"] - 0.02 <= totals["machine_busy_seconds"] <= totals["machine_seconds"]
+
+
+def test_cpu_stats_per_step_and_busy_cores():
+    cpu = {"main_seconds": 0.5, "machine_busy_seconds": 3.0, "machine_seconds": 4.0, "cores": 2}
+    stats = bench_ver_analyse.cpu_stats(cpu, steps=1000)
+    assert stats["main_cpu_ms_per_step"] == pytest.approx(0.5)
+    assert stats["machine_cpu_ms_per_step"] == pytest.approx(3.0)
+    assert stats["cores_busy"] == pytest.approx(1.5)  # 3 of 4 core-seconds busy on 2 cores
+    assert math.isnan(bench_ver_analyse.cpu_stats({**cpu, "machine_seconds": 0.0}, 10)["cores_busy"])
 
 
 def test_repeats_combine_into_mean_std_and_best_max():
