@@ -46,18 +46,19 @@ _POLL_S = 0.05  # longest single wait of the raw driver (so a hang or the deadli
 
 
 def cpu_snapshot() -> np.ndarray:
-    """[CPU seconds of this process (all its threads), busy and total CPU seconds of the machine].
+    """[CPU seconds of this process (all its threads), busy and total clock ticks of the machine].
 
-    The machine's seconds are summed over its cores from /proc/stat (busy: all but idle and iowait), so
-    their difference over a window tells how many cores were busy; NaN where /proc/stat is missing.
+    The machine's ticks are summed over its cores from /proc/stat (busy: all but idle and iowait), so
+    their difference over a window tells how many cores were busy; NaN where /proc/stat is missing. They
+    stay whole ticks (exact in float64) until `cpu_totals` takes the difference: in seconds since boot the
+    subtraction would round, and a window's busy seconds could come out above its total.
     """
     machine = [math.nan, math.nan]
     try:
         with open("/proc/stat", encoding="ascii") as f:
-            fields = [float(v) for v in f.readline().split()[1:]]
-        hz = float(os.sysconf("SC_CLK_TCK"))
+            fields = [int(v) for v in f.readline().split()[1:]]
         total = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guest is inside user)
-        machine = [(total - fields[3] - fields[4]) / hz, total / hz]
+        machine = [total - fields[3] - fields[4], total]
     except (OSError, ValueError, IndexError):
         pass
     return np.array([time.process_time(), *machine], dtype=np.float64)
@@ -66,8 +67,9 @@ def cpu_snapshot() -> np.ndarray:
 def cpu_totals(start: np.ndarray, end: np.ndarray) -> dict[str, float]:
     """The `cpu` entry of a result: this process's and the machine's CPU seconds over the window."""
     delta = end - start
-    return {"main_seconds": float(delta[0]), "machine_busy_seconds": float(delta[1]),
-            "machine_seconds": float(delta[2]), "cores": os.cpu_count() or 1}
+    hz = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+    return {"main_seconds": float(delta[0]), "machine_busy_seconds": float(delta[1]) / hz,
+            "machine_seconds": float(delta[2]) / hz, "cores": os.cpu_count() or 1}
 
 
 # ----------------------------------------------------------------------------- the env of every mode
