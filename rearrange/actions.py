@@ -117,6 +117,17 @@ def restrict_full(subset_names: Sequence[str], full: np.ndarray, reverse_speed: 
     return _clip_and_slow_reverse(out, reverse_speed)
 
 
+def check_subset_settings(subset_names: Sequence[str], sim_cfg: Any = None) -> None:
+    """ValueError (one line) if the sim settings a subset reads are unusable (arm_ee: `arm.ee_control` of
+    `sim_cfg` merged over the defaults), so that a bad value fails where an env is built or a run is
+    configured, not at the first step inside a worker."""
+    if "arm_ee" in subset_names:
+        from rearrange.arm_ik import EEControl
+        from rearrange.sim import load_sim_config
+
+        EEControl.from_sim_cfg(load_sim_config(sim_cfg))
+
+
 def subset_entries(subset_names: Sequence[str], full: np.ndarray) -> np.ndarray:
     """The subsets' entries of a full action, concatenated in `SUBSET_ORDER`; an `arm_ee` command cannot
     be read back from joint space, so its entries are 0 (callers read the stop or grip from this)."""

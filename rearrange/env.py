@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium
 import numpy as np
 
-from rearrange.actions import action_space, expand_action
+from rearrange.actions import action_space, check_subset_settings, expand_action
 from rearrange.episodes import Episode, load_episodes
 from rearrange.layout import cached_layout
 from rearrange.sensors import SensorTarget, camera_settings, observation_space, observe
@@ -69,11 +69,7 @@ class RearrangeEnv(gymnasium.Env):
         depth_shape, max_depth = camera_settings(self.sim_cfg)
         self.observation_space = observation_space(self.task.obs_keys, depth_shape, max_depth)
         self.action_space = action_space(self.task.action_subsets)
-        if "arm_ee" in self.task.action_subsets:  # check its settings now, not at the first step in a worker
-            from rearrange.arm_ik import EEControl
-            from rearrange.sim import load_sim_config
-
-            EEControl.from_sim_cfg(load_sim_config(self.sim_cfg))
+        check_subset_settings(self.task.action_subsets, self.sim_cfg)
         self.sim_cache_size = max(int(sim_cache_size), 1)
         self.sim: RearrangeSim | None = None  # built at the first reset
         self._sims: OrderedDict[tuple, Any] = OrderedDict()  # (layout seed, object kinds) -> sim, LRU

@@ -23,6 +23,7 @@ from typing import Any
 from omegaconf import DictConfig, open_dict
 
 from configs.compose import ConfigError, exit_with_error, to_plain, unknown_choice
+from rearrange.actions import check_subset_settings
 from rearrange.episodes import EpisodeFileError, load_episodes, save_episodes
 from rearrange.tasks.skill_tasks import make_skill_task
 from skills.definitions import SKILL_NAMES, skill_def_from_config
@@ -194,11 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         skill = skill_def_from_config(skill_cfg)
         make_skill_task(skill_cfg)  # a skill config the task cannot use fails here, before any worker starts
-        if "arm_ee" in skill.action_subsets:  # and so do the sim's ee-control settings it would read every step
-            from rearrange.arm_ik import EEControl
-            from rearrange.sim import load_sim_config
-
-            EEControl.from_sim_cfg(load_sim_config(to_plain(cfg.sim)))
+        check_subset_settings(skill.action_subsets, cfg.sim)  # and so do the sim settings its actions read
         oracle_start = OracleStartConfig.from_node(skill_cfg.get("oracle_start"), skill.name)
         plain = to_plain(cfg)
         initial_mean = skill.initial_action_mean(plain.get("skill_initial_action") or {})
