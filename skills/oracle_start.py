@@ -7,9 +7,10 @@ one of the listed `phases` for the n-th time, n uniform over the list, plus U{0.
 oracle steps. The policy then plays the rest of the episode (its remaining steps). What the policy
 would find hardest to discover by itself, such as releasing a held object at the goal, is then seen
 from the first updates on (the "start from a demonstration state" curriculum of Salimans & Chen 2018,
-with the scripted oracle as the demonstrator). An episode the prefix already ended falls back to an ordinary reset, and so does a
-prefix that has not handed over within `max_prefix_steps` (> 0): an oracle that cannot finish its
-first phase (a fixed base outside its stand-off zone) would otherwise play the whole episode first.
+with the scripted oracle as the demonstrator). An episode the prefix already ended falls back to an
+ordinary reset, and so does a prefix that has not handed over within `max_prefix_steps` (> 0): an oracle
+that cannot finish its first phase (a fixed base outside its stand-off zone) would otherwise play the
+whole episode first.
 
 Only `train-skill` uses it (`skill.oracle_start` in the skill's yaml; `prob: 0` is off); `eval-skill`
 and `eval-hab` always start from the episode's start. Every episode's final info says how it began
