@@ -56,7 +56,8 @@ overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups)
   skill.base_movement=false         the ablation without base movement (manipulation skills)
   dataset.path=eps.json.gz          train on these episodes (default: generate dataset.count)
   trainer.init_from=runs/pick_cpu   fine-tune: start a new run from that checkpoint's policy (fresh
-                                    optimizer, schedule and counters; the reward or episodes may differ)
+                                    optimizer, schedule and counters; the reward or episodes may differ;
+                                    the network must match, else a one-line error names the setting)
   skill.oracle_start.prob=0.3       curriculum: that share of resets hand over part-way through the skill's
                                     oracle (skills/oracle_start.py; place trains with 0.5 by default)
   trainer.init_from=runs/place_dagger     fine-tune a policy imitated from the oracle (imitate-skill --help)

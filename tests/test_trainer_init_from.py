@@ -72,3 +72,18 @@ def test_a_fine_tuned_run_resumes_after_its_start_checkpoint_is_gone(tmp_path):
     summary = train(target.config, functools.partial(make_gym_env, env_id="Pendulum-v1"), resume=target.checkpoint,
                     output_dir=target.run_dir)
     assert summary["env_steps"] == 192
+
+
+def test_init_from_a_checkpoint_with_another_network_is_one_line_before_any_work(tmp_path):
+    run(tmp_path / "a", "trainer.total_steps=64")  # policy=mlp_ff: actor [256, 256]
+    with pytest.raises(ConfigError) as exc:
+        run(tmp_path / "b", "trainer.total_steps=64", "policy.feedforward.actor=[64,64]",
+            f"trainer.init_from={tmp_path / 'a'}")
+    assert str(exc.value) == ("trainer.init_from: the checkpoint's policy.feedforward.actor is [256, 256], this "
+                              "run's [64, 64]: a fine-tune needs the same network (add "
+                              "policy.feedforward.actor=[256,256])")
+    assert not (tmp_path / "b").exists()
+    # with the override the message names, the fine-tune starts
+    run(tmp_path / "c", "trainer.total_steps=64", "policy.feedforward.actor=[256,256]",
+        f"trainer.init_from={tmp_path / 'a'}")
+    assert final_state(tmp_path / "c")["counters"]["env_steps"] == 64

@@ -25,7 +25,9 @@ overrides applied and the run directory to continue in.
 Fine-tuning (`trainer.init_from`): `restore_policy_state` starts a new run from a checkpoint's policy
 (weights with their observation normalisation, and the learner's value and reward scales) with a fresh
 optimizer, schedule, counters and RNGs, under the new run's config; a run that adds vector observations
-starts from the checkpoint's weights widened with zeros for them (`trainer.widen`).
+starts from the checkpoint's weights widened with zeros for them (`trainer.widen`). Before any work
+starts, `network_difference` names the first network setting (e.g. `policy.feedforward.actor`) where the
+checkpoint's policy and the new run's differ, so a mismatched fine-tune fails as a one-line config error.
 
 Errors: `load_checkpoint` raises `CheckpointError` with a one-line message for a missing, corrupt
 or incomplete file. Writes go to a temporary file in the same directory, are fsynced and then
@@ -231,6 +233,35 @@ def restore_policy_state(state: Mapping, actor_critic: torch.nn.Module, ppo: Any
     else:
         _load_weights(state, actor_critic, "trainer.init_from checkpoint")
     ppo.load_scales(state.get("ppo") or {})
+
+
+# The policy settings that shape the network's weights (configs/policy/*.yaml), compared by
+# `network_difference`; a setting absent from either config (an older checkpoint) is not compared.
+NETWORK_KEYS = (
+    "architecture", "feedforward.actor", "feedforward.critic", "vector_mlp", "rnn.hidden_size", "rnn.num_layers",
+    "visual.encoder", "visual.channels", "visual.kernels", "visual.strides", "visual.out_dim",
+)
+
+
+def network_difference(checkpoint_policy: Mapping, run_policy: Mapping) -> str | None:
+    """The first of NETWORK_KEYS where the two `policy` configs differ, as one line naming the key, both
+    values and the override that matches the checkpoint; None when they agree."""
+    missing = object()
+
+    def lookup(node: Any, dotted: str) -> Any:
+        for part in dotted.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return missing
+            node = node[part]
+        return list(node) if isinstance(node, Sequence) and not isinstance(node, str) else node
+
+    for key in NETWORK_KEYS:
+        theirs, ours = lookup(checkpoint_policy, key), lookup(run_policy, key)
+        if missing not in (theirs, ours) and theirs != ours:
+            value = str(theirs).replace(" ", "")
+            return (f"the checkpoint's policy.{key} is {theirs}, this run's {ours}: a fine-tune needs the same "
+                    f"network (add policy.{key}={value})")
+    return None
 
 
 def _load_weights(state: Mapping, actor_critic: torch.nn.Module, what: str) -> None:

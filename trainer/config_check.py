@@ -158,6 +158,22 @@ def check_config(cfg: Mapping) -> None:
     check_ppo(trainer.child("ppo"), rows_per_rank)
     if isinstance(cfg, Mapping) and "policy" in cfg:
         check_policy(_Node(_required_mapping(cfg, "policy"), "policy"))
+        init_from = trainer.raw("init_from", optional=True)
+        if isinstance(init_from, str) and init_from:
+            _check_init_from_network(init_from, cfg["policy"])
+
+
+def _check_init_from_network(init_from: str, policy: Mapping) -> None:
+    """The checkpoint a fine-tune starts from must have this run's network (its path is checked already)."""
+    from trainer.checkpoint import CheckpointError, load_checkpoint, network_difference, resolve_checkpoint
+
+    try:
+        state = load_checkpoint(resolve_checkpoint(init_from))
+    except CheckpointError as exc:
+        raise ConfigError(f"trainer.init_from: {exc}") from None
+    difference = network_difference((state.get("config") or {}).get("policy") or {}, policy)
+    if difference:
+        raise ConfigError(f"trainer.init_from: {difference}")
 
 
 def _required_mapping(cfg: Mapping, name: str) -> Mapping:
