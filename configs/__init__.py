@@ -2,8 +2,10 @@
 
 Groups: `trainer/` (collection mode, PPO), `policy/` (networks), `sim/` (simulator), `skill/` (one
 file per skill), `scenario/` (one file per HAB scenario). Top-level files are the entry points of the
-command-line tools. Its one module, `compose.py`, composes the tree from Python (every command and
-test loads its config through it), reads single files of it (`load_config_file`: the sim defaults, a
-skill, the episode generator) and holds the one-line error helpers every command uses; the other rooms
+command-line tools. `compose.py` composes the tree from Python (every command and test loads its
+config through it), reads single files of it (`load_config_file`: the sim defaults, a skill, the
+episode generator) and holds the one-line error helpers every command uses; the other rooms
 (rearrange, trainer, skills, eval) import config from here and never locate or compose it themselves.
+`files.py` holds the atomic file writes every room uses (standard library only). Both import nothing
+of the project, so this package is the bottom of the data flow and any room may import it.
 """

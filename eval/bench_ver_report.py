@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from configs.files import atomic_path
 from eval.metrics import write_json_atomic
-from trainer.files import atomic_path
 
 RESULT_FILE = "bench_ver.json"
 PLOT_FILE = "bench_ver.png"

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.files import atomic_path, write_text_atomic
+from configs.files import atomic_path, write_text_atomic
 
 
 def read_metrics(path: Path) -> list[dict[str, float]]:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.files import write_text_atomic
+from configs.files import write_text_atomic
 
 Atom = tuple[str, ...]
 

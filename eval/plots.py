@@ -23,7 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the headless backend)
 import numpy as np  # noqa: E402
 
-from trainer.files import atomic_path  # noqa: E402
+from configs.files import atomic_path  # noqa: E402
 
 
 def _save_png(fig, path: str | os.PathLike) -> Path:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.files import atomic_path
+from configs.files import atomic_path
 
 DEPTH_CHOICES = ("render", "raycast", "none")
 # --depth-sweep resolutions (square images, side in pixels)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer.files import write_bytes_atomic
+from configs.files import write_bytes_atomic
 
 FORMAT_VERSION = 1
 SKILL_KINDS = ("pick", "place", "nav", "open_fridge", "close_fridge", "open_cab", "close_cab")

@@ -309,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         exit_with_error(str(exc).strip().splitlines()[0])
     from omegaconf import OmegaConf
 
-    from trainer.files import write_text_atomic
+    from configs.files import write_text_atomic
 
     plain["output_dir"] = str(out)
     write_text_atomic(out / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(plain)))

@@ -123,7 +123,7 @@ def test_failed_save_leaves_existing_file_untouched(tmp_path, monkeypatch):
     def boom(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("trainer.files.os.replace", boom)
+    monkeypatch.setattr("configs.files.os.replace", boom)
     with pytest.raises(OSError):
         save_episodes(path, [_episode(0), _episode(1)])
     assert path.read_bytes() == before

@@ -4,30 +4,17 @@ the place task's dense term on it, and a bad value."""
 
 import numpy as np
 import pytest
+from cli_errors import one_line_exit_2
+from reward_envs import skill_env_on
 
 from rearrange.tasks.approach import check_opening_path_cfg
-from rearrange.tasks.skill_tasks import load_skill_config, make_skill_task
 
-SIM_CFG = {"camera": {"head": {"width": 32, "height": 32}}}
 OFFSET = 0.1
-_ENVS: dict = {}
 
 
 def place_env(receptacle_kind: str, offset: float = OFFSET):
     """A place env on the first train episode (seed 0) whose goal is on a `receptacle_kind`."""
-    key = (receptacle_kind, offset)
-    if key not in _ENVS:
-        from rearrange.env import RearrangeEnv
-        from rearrange.generate import generate_episodes
-
-        episode = next(e for e in generate_episodes("place", "train", 12, 0)
-                       if e.info["receptacle_kind"] == receptacle_kind)
-        cfg = load_skill_config("place")
-        cfg["reward"]["opening_path_offset"] = offset
-        env = RearrangeEnv(make_skill_task(cfg), [episode], sim_cfg=SIM_CFG)
-        env.reset(seed=0)
-        _ENVS[key] = env
-    return _ENVS[key]
+    return skill_env_on("place", receptacle_kind, "opening_path_offset", offset)
 
 
 def fridge_frame(env):
@@ -105,8 +92,7 @@ def test_train_skill_cli_rejects_bad_offset(capsys, tmp_path, monkeypatch):
         raise AssertionError("the dataset must not be prepared for a bad config")
 
     monkeypatch.setattr(train_cli, "prepare_dataset", no_dataset)
-    with pytest.raises(SystemExit) as exc:
-        train_cli.main(["--skill", "place", "--out", str(tmp_path / "run"), "skill.reward.opening_path_offset=-1"])
-    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert exc.value.code == 2 and len(err) == 1 and "skill.reward.opening_path_offset must be in" in err[0]
-
+    err = one_line_exit_2(capsys, train_cli.main, ["--skill", "place", "--out", str(tmp_path / "run"),
+                                                   "skill.reward.opening_path_offset=-1"])
+    assert "skill.reward.opening_path_offset must be in" in err
+    assert not (tmp_path / "run").exists()

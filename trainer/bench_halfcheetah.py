@@ -40,7 +40,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from configs.compose import ConfigError, compose, exit_with_error, to_plain
-from trainer.files import atomic_path, write_text_atomic
+from configs.files import atomic_path, write_text_atomic
 
 CONFIG_NAME = "bench_halfcheetah"
 SIDES = ("ours", "sb3")

@@ -5,7 +5,7 @@ SB3 runs in its own virtual environment (`sb3.venv` in configs/bench_halfcheetah
 wheel), then stable-baselines3, then gymnasium[mujoco] and mujoco at the versions installed here
 (`sb3.pin_env_versions`), so that both trainers step the same HalfCheetah-v5. The project is not
 installed there: the run puts the repository root on PYTHONPATH and imports only this module and
-`trainer.files` (the standard library), never torch-dependent code of ours.
+`configs.files` (the standard library), never torch-dependent code of ours.
 
 Two halves, one file:
 * host side (our venv): `run_sb3(sb3_cfg, env_id, seed, total_steps, run_dir)` makes sure the venv
@@ -31,7 +31,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from trainer.files import write_text_atomic
+from configs.files import write_text_atomic
 
 SB3_IMPORT_CHECK = "import stable_baselines3, gymnasium, mujoco, torch"
 

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainer.files import write_text_atomic
+from configs.files import write_text_atomic
 
 READY_MARKER = ".bench-ready.json"
 

@@ -52,7 +52,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from configs.compose import ConfigError
-from trainer.files import atomic_path
+from configs.files import atomic_path
 from trainer.widen import added_inputs, widen_state
 
 CHECKPOINT_FORMAT_VERSION = 1

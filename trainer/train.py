@@ -41,6 +41,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from configs.compose import ConfigError, to_plain
+from configs.files import write_text_atomic
 from trainer.checkpoint import (
     build_checkpoint_state,
     capture_rng_state,
@@ -72,7 +73,6 @@ from trainer.distributed import (
     setup_logging,
 )
 from trainer.env_worker import EnvFn
-from trainer.files import write_text_atomic
 from trainer.learner import Learner
 from trainer.logger import MetricsLogger
 from trainer.networks import ActorCritic

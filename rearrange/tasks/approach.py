@@ -107,6 +107,27 @@ class ApproachShaping:
         return self.delta(self.distance(sim))
 
 
+def hinged_opening_frame(sim: RearrangeSim, receptacle: str | None
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float] | None:
+    """(centre xy, outward unit xy, sideways unit xy, front plane along outward, half width) of a receptacle
+    inside a hinged container (a fridge shelf), from the receptacle's footprint; None for any other
+    receptacle (open surfaces, drawers: entered from above) or None."""
+    rec = sim.layout.receptacles.get(receptacle) if receptacle else None
+    if rec is None or rec.container is None:
+        return None
+    art = sim.layout.articulated[rec.container]
+    if art.joint_type != "hinge":
+        return None
+    out = np.asarray(art.opening_outward(), dtype=np.float64)
+    side = np.array([-out[1], out[0]])
+    centre = np.asarray(rec.center[:2], dtype=np.float64)
+    c, s = math.cos(rec.yaw), math.sin(rec.yaw)
+    hx, hy = rec.half_extent
+    depth = hx * abs(c * out[0] + s * out[1]) + hy * abs(-s * out[0] + c * out[1])
+    width = hx * abs(c * side[0] + s * side[1]) + hy * abs(-s * side[0] + c * side[1])
+    return centre, out, side, float(centre @ out) + depth, width
+
+
 def check_opening_path_cfg(reward_cfg: Mapping[str, Any], skill: str) -> float:
     """`opening_path_offset` of a place reward config (absent: 0.0, off); ValueError on a bad value."""
     offset = float(reward_cfg.get("opening_path_offset", 0.0))
@@ -140,20 +161,11 @@ class OpeningPath:
         """Set the goal (3,) on `receptacle` (a name in the sim's layout, or None)."""
         self.goal = np.asarray(goal, dtype=np.float64).copy()
         self.entry = self._frame = None
-        rec = sim.layout.receptacles.get(receptacle) if receptacle else None
-        if self.offset <= 0.0 or rec is None or rec.container is None:
+        frame = hinged_opening_frame(sim, receptacle) if self.offset > 0.0 else None
+        if frame is None:
             return
-        art = sim.layout.articulated[rec.container]
-        if art.joint_type != "hinge":  # a drawer is entered from above: the straight line is the way in
-            return
-        out = art.opening_outward()
-        side = np.array([-out[1], out[0]])
-        centre = np.asarray(rec.center[:2], dtype=np.float64)
-        c, s = math.cos(rec.yaw), math.sin(rec.yaw)
-        hx, hy = rec.half_extent
-        depth = hx * abs(c * out[0] + s * out[1]) + hy * abs(-s * out[0] + c * out[1])
-        width = hx * abs(c * side[0] + s * side[1]) + hy * abs(-s * side[0] + c * side[1])
-        front = float(centre @ out) + depth + self.offset  # the plane of the entry point, along `out`
+        centre, out, side, front, width = frame
+        front += self.offset  # the plane of the entry point, along `out`
         self._frame = (centre, out, side, front, width)
         entry_xy = self.goal[:2] + out * (front - float(self.goal[:2] @ out))
         self.entry = np.array([entry_xy[0], entry_xy[1], self.goal[2] + self.lift])
@@ -169,3 +181,42 @@ class OpeningPath:
         if inside:
             return straight
         return float(np.linalg.norm(p - self.entry) + np.linalg.norm(self.entry - self.goal))
+
+
+def check_exit_offset_cfg(reward_cfg: Mapping[str, Any], skill: str) -> float:
+    """`exit_offset` of a pick reward config (absent: 0.0, off); ValueError on a bad value."""
+    offset = float(reward_cfg.get("exit_offset", 0.0))
+    if not (math.isfinite(offset) and 0.0 <= offset <= 1.0):
+        raise ValueError(f"skill.reward.exit_offset must be in [0, 1] m (got {offset}, skill {skill})")
+    return offset
+
+
+class ContainerExit:
+    """How far a held object still has to travel out of a fridge compartment (pick, `exit_offset` > 0).
+
+    After the grasp habitat pays pick for the decrease of |ee - rest| in the base frame. Inside a fridge
+    compartment the way to rest goes up through the board above, and the way out (the base backing away,
+    the arm drawn back) leaves that distance unchanged: nothing pays for leaving. With `offset` > 0 and the
+    target on a receptacle of a hinged container, `depth(point)` is how far `point` lies behind a plane
+    `offset` in front of the receptacle's front edge, along the opening's outward direction (0 once past
+    it); pick adds it to the ee->rest distance of its dense term. A potential difference, so the best
+    policy is unchanged; 0 for every other receptacle and with `offset` 0 (habitat).
+    """
+
+    def __init__(self, offset: float) -> None:
+        self.offset = float(offset)
+        self.out: np.ndarray | None = None
+        self.front = 0.0
+
+    def reset(self, sim: RearrangeSim, receptacle: str | None) -> None:
+        """Set the container from the target's start `receptacle` (a name in the sim's layout, or None)."""
+        self.out = None
+        frame = hinged_opening_frame(sim, receptacle) if self.offset > 0.0 else None
+        if frame is not None:
+            self.out, self.front = frame[1], frame[3] + self.offset
+
+    def depth(self, point: Any) -> float:
+        """Distance (m) along the outward direction from `point` (3,) to the exit plane; 0 past it or off."""
+        if self.out is None:
+            return 0.0
+        return max(0.0, self.front - float(np.asarray(point, dtype=np.float64)[:2] @ self.out))

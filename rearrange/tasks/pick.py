@@ -5,7 +5,8 @@ it; pick_reward once on grasping the target; wrong_pick_pen on grasping anything
 drop_pen when the held target is lost (ends); contact-force penalty and force termination;
 success_reward when successful. Optional (deviation, `approach_reward` > 0): approach_reward x decrease
 of the geodesic base distance to the navigable points within `approach_reach` of the object, until the
-first grasp of the target (`rearrange.tasks.approach`). Success: holding the target with the ee within
+first grasp of the target (`rearrange.tasks.approach`); and (`exit_offset` > 0) for a target in a fridge, the
+held object's remaining way out of the compartment added to the ee->rest distance (`ContainerExit`). Success: holding the target with the ee within
 `ee_resting_threshold` of the resting position; the episode ends on success.
 """
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from rearrange.episodes import Episode
 from rearrange.sensors import target_from_episode
-from rearrange.tasks.approach import ApproachShaping, check_approach_cfg
+from rearrange.tasks.approach import ApproachShaping, ContainerExit, check_approach_cfg, check_exit_offset_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
 from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
@@ -60,6 +61,7 @@ class PickTask(SkillTask):
         self.success_cfg = read_config(PickSuccess, cfg["success"])
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
+        self.exit = ContainerExit(check_exit_offset_cfg(cfg["reward"], self.name))
         self.target: str | None = None
         self.prev_grasped: str | None = None
         self.picked_once = False
@@ -74,14 +76,16 @@ class PickTask(SkillTask):
         self.picked_once = False
         if self.force is not None:
             self.force.reset()
+        receptacle = episode.object_spec(self.target).receptacle
+        self.exit.reset(sim, receptacle)
         self.dist.reset(self._distance(sim))
-        self.approach.reset(sim, sim.object_pos(self.target), episode.object_spec(self.target).receptacle)
+        self.approach.reset(sim, sim.object_pos(self.target), receptacle)
         if sim.grasped == self.target:
             self.approach.stop()
 
     def _distance(self, sim: RearrangeSim) -> float:
         if sim.grasped == self.target:
-            return ee_to_rest(sim)
+            return ee_to_rest(sim) + self.exit.depth(sim.object_pos(self.target))
         return norm(sim.object_pos(self.target) - sim.ee_pos)
 
     def step(self, sim: RearrangeSim, full_action: np.ndarray) -> TaskStep:

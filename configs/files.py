@@ -1,7 +1,10 @@
 """Atomic file writes used by every package: an error or crash mid-write never damages the old file.
 
 The new content goes to a temporary file in the destination's folder, is flushed to disk, and is
-then renamed over the destination with `os.replace` (atomic on POSIX and Windows).
+then renamed over the destination with `os.replace` (atomic on POSIX and Windows). It lives at the
+bottom of the data flow (configs -> rearrange -> trainer -> skills -> eval) so that the simulator's
+episode files and the trainer's checkpoints share it without a lower room importing a higher one, and
+it imports only the standard library, so the HalfCheetah bench's SB3 venv can use it too.
 """
 
 from __future__ import annotations
