@@ -20,6 +20,9 @@ but cannot reach it through the side wall.
 `OpeningPath` does the same for the held object in place (`opening_path_offset` > 0): its distance to a
 goal on a fridge shelf is measured through an entry point in front of the opening, not through the
 shell's walls.
+
+`ContainerExit` is pick's way back out (`exit_offset` > 0): once a fridge-shelf object is held, how far it
+still lies inside the compartment is added to the ee->rest distance its dense term pays for.
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ def hinged_opening_frame(sim: RearrangeSim, receptacle: str | None
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float] | None:
     """(centre xy, outward unit xy, sideways unit xy, front plane along outward, half width) of a receptacle
     inside a hinged container (a fridge shelf), from the receptacle's footprint; None for any other
-    receptacle (open surfaces, drawers: entered from above) or None."""
+    receptacle (open surfaces, drawers: entered from above) and for `receptacle` None."""
     rec = sim.layout.receptacles.get(receptacle) if receptacle else None
     if rec is None or rec.container is None:
         return None
