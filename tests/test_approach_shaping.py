@@ -247,17 +247,3 @@ def test_bad_value_one_line_error(skill, key, value, message):
     with pytest.raises(ValueError, match=message) as err:
         make_skill_task(cfg)
     assert "\n" not in str(err.value)
-
-
-def test_train_skill_cli_rejects_bad_value(capsys, tmp_path, monkeypatch):
-    from skills import train_cli
-
-    def no_dataset(*args, **kwargs):
-        raise AssertionError("the dataset must not be prepared for a bad config")
-
-    monkeypatch.setattr(train_cli, "prepare_dataset", no_dataset)
-    with pytest.raises(SystemExit) as exc:
-        train_cli.main(["--skill", "pick", "--out", str(tmp_path / "run"), "profile=cpu",
-                        "skill.reward.approach_reward=-1"])
-    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert exc.value.code == 2 and len(err) == 1 and "skill.reward.approach_reward must be >= 0" in err[0]

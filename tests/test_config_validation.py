@@ -78,6 +78,14 @@ BAD_VALUES = [
     ("policy.obs_norm_clip=0", "policy.obs_norm_clip", "> 0"),
 ]
 
+# train-skill only: the skill's reward options, checked when its task is built (before any episode is made);
+# `skill=place` selects place's config group (a later override than the `--skill pick` the test passes)
+SKILL_BAD_VALUES = [
+    ("skill.reward.approach_reward=-1", "skill.reward.approach_reward", ">= 0"),
+    ("skill=place skill.reward.opening_path_offset=-1", "skill.reward.opening_path_offset", "[0, 1] m"),
+    ("skill.reward.exit_offset=-1", "skill.reward.exit_offset", "[0, 1] m"),
+]
+
 
 def run_cli(main, argv, capsys) -> tuple[int, list[str]]:
     with pytest.raises(SystemExit) as exc:
@@ -95,7 +103,8 @@ def test_train_rl_rejects_bad_value_with_one_line(override, key, valid, capsys, 
     assert not out.exists()
 
 
-@pytest.mark.parametrize(("override", "key", "valid"), BAD_VALUES, ids=[b[0] for b in BAD_VALUES])
+@pytest.mark.parametrize(("override", "key", "valid"), BAD_VALUES + SKILL_BAD_VALUES,
+                         ids=[b[0] for b in BAD_VALUES + SKILL_BAD_VALUES])
 def test_train_skill_rejects_bad_value_before_the_dataset(override, key, valid, capsys, tmp_path, monkeypatch):
     def no_dataset(*args, **kwargs):
         raise AssertionError("the dataset must not be prepared for a bad config")

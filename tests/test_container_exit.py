@@ -4,10 +4,9 @@ dense term after the grasp, and a bad value."""
 
 import numpy as np
 import pytest
-from cli_errors import one_line_exit_2
 from reward_envs import skill_env_on
 
-from rearrange.tasks.approach import check_exit_offset_cfg
+from rearrange.tasks.approach import check_offset_cfg
 from rearrange.tasks.skill_base import ee_to_rest
 
 OFFSET = 0.1
@@ -82,17 +81,4 @@ def test_pick_dense_term_pays_the_way_out_along_the_oracles_pick():
 @pytest.mark.parametrize("value", [-0.1, 2.0, float("nan")])
 def test_bad_offset_is_rejected(value):
     with pytest.raises(ValueError, match="skill.reward.exit_offset must be in"):
-        check_exit_offset_cfg({"exit_offset": value}, "pick")
-
-
-def test_train_skill_cli_rejects_bad_offset(capsys, tmp_path, monkeypatch):
-    from skills import train_cli
-
-    def no_dataset(*args, **kwargs):
-        raise AssertionError("the dataset must not be prepared for a bad config")
-
-    monkeypatch.setattr(train_cli, "prepare_dataset", no_dataset)
-    err = one_line_exit_2(capsys, train_cli.main, ["--skill", "pick", "--out", str(tmp_path / "run"),
-                                                   "skill.reward.exit_offset=-1"])
-    assert "skill.reward.exit_offset must be in" in err
-    assert not (tmp_path / "run").exists()
+        check_offset_cfg({"exit_offset": value}, "exit_offset", "pick")

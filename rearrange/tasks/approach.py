@@ -131,11 +131,12 @@ def hinged_opening_frame(sim: RearrangeSim, receptacle: str | None
     return centre, out, side, float(centre @ out) + depth, width
 
 
-def check_opening_path_cfg(reward_cfg: Mapping[str, Any], skill: str) -> float:
-    """`opening_path_offset` of a place reward config (absent: 0.0, off); ValueError on a bad value."""
-    offset = float(reward_cfg.get("opening_path_offset", 0.0))
+def check_offset_cfg(reward_cfg: Mapping[str, Any], key: str, skill: str) -> float:
+    """A [0, 1] m offset of a reward config (place's `opening_path_offset`, pick's `exit_offset`; absent:
+    0.0, off); ValueError on a bad value."""
+    offset = float(reward_cfg.get(key, 0.0))
     if not (math.isfinite(offset) and 0.0 <= offset <= 1.0):
-        raise ValueError(f"skill.reward.opening_path_offset must be in [0, 1] m (got {offset}, skill {skill})")
+        raise ValueError(f"skill.reward.{key} must be in [0, 1] m (got {offset}, skill {skill})")
     return offset
 
 
@@ -184,14 +185,6 @@ class OpeningPath:
         if inside:
             return straight
         return float(np.linalg.norm(p - self.entry) + np.linalg.norm(self.entry - self.goal))
-
-
-def check_exit_offset_cfg(reward_cfg: Mapping[str, Any], skill: str) -> float:
-    """`exit_offset` of a pick reward config (absent: 0.0, off); ValueError on a bad value."""
-    offset = float(reward_cfg.get("exit_offset", 0.0))
-    if not (math.isfinite(offset) and 0.0 <= offset <= 1.0):
-        raise ValueError(f"skill.reward.exit_offset must be in [0, 1] m (got {offset}, skill {skill})")
-    return offset
 
 
 class ContainerExit:

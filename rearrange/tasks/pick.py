@@ -5,9 +5,10 @@ it; pick_reward once on grasping the target; wrong_pick_pen on grasping anything
 drop_pen when the held target is lost (ends); contact-force penalty and force termination;
 success_reward when successful. Optional (deviation, `approach_reward` > 0): approach_reward x decrease
 of the geodesic base distance to the navigable points within `approach_reach` of the object, until the
-first grasp of the target (`rearrange.tasks.approach`); and (`exit_offset` > 0) for a target in a fridge, the
-held object's remaining way out of the compartment added to the ee->rest distance (`ContainerExit`). Success: holding the target with the ee within
-`ee_resting_threshold` of the resting position; the episode ends on success.
+first grasp of the target (`rearrange.tasks.approach`); and (`exit_offset` > 0) for a target in a fridge,
+the held object's remaining way out of the compartment added to the ee->rest distance (`ContainerExit`).
+Success: holding the target with the ee within `ee_resting_threshold` of the resting position; the
+episode ends on success.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from rearrange.episodes import Episode
 from rearrange.sensors import target_from_episode
-from rearrange.tasks.approach import ApproachShaping, ContainerExit, check_approach_cfg, check_exit_offset_cfg
+from rearrange.tasks.approach import ApproachShaping, ContainerExit, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
 from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
@@ -61,7 +62,7 @@ class PickTask(SkillTask):
         self.success_cfg = read_config(PickSuccess, cfg["success"])
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
-        self.exit = ContainerExit(check_exit_offset_cfg(cfg["reward"], self.name))
+        self.exit = ContainerExit(check_offset_cfg(cfg["reward"], "exit_offset", self.name))
         self.target: str | None = None
         self.prev_grasped: str | None = None
         self.picked_once = False

@@ -25,7 +25,7 @@ import numpy as np
 from rearrange.episodes import Episode
 from rearrange.grasp_pose import GraspNoise, perturb_arm, perturb_grasp
 from rearrange.sensors import target_from_episode
-from rearrange.tasks.approach import ApproachShaping, OpeningPath, check_approach_cfg, check_opening_path_cfg
+from rearrange.tasks.approach import ApproachShaping, OpeningPath, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
 from rearrange.tasks.skill_base import SkillTask, ee_to_rest, holding_object, read_config
@@ -71,7 +71,7 @@ class PlaceTask(SkillTask):
                              f"{self.reward_cfg.near_drop_reward}, {self.reward_cfg.near_drop_dist})")
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
-        self.path = OpeningPath(check_opening_path_cfg(cfg["reward"], self.name))
+        self.path = OpeningPath(check_offset_cfg(cfg["reward"], "opening_path_offset", self.name))
         self.grasp_noise = GraspNoise.from_node(cfg.get("start_grasp"))
         self.target: str | None = None
         self.goal = np.zeros(3)
