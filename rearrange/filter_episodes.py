@@ -36,7 +36,7 @@ def start_receptacle(episode: Episode) -> str:
 
 def keep_receptacles(episodes: Sequence[Episode], receptacles: Sequence[str]) -> list[Episode]:
     """The episodes whose first target starts on one of `receptacles`; ValueError (one line) naming the
-    receptacles the episodes do start on when a name matches none, or when nothing is left."""
+    receptacles the episodes do start on when a name matches none of them."""
     present = sorted({start_receptacle(e) for e in episodes} - {""})
     unknown = [r for r in receptacles if r not in present]
     if unknown:
@@ -78,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m rearrange.filter_episodes",
                                 description="Keep the episodes whose first target object starts on the given "
-                                            "receptacles (e.g. fridge_shelf_0, the fridge's bottom compartment).")
+                                            "receptacles (e.g. fridge_shelf_0, the fridge's bottom compartment), "
+                                            "and/or the pick starts whose base must drive round furniture.")
     p.add_argument("--receptacle", action="append",
                    help="receptacle name as in the episodes (repeat for several)")
     p.add_argument("--min-detour", type=float, default=None, metavar="M",
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         episodes = data["episodes"]
         if args.receptacle is not None:
             episodes = keep_receptacles(episodes, args.receptacle)
-        if args.min_detour is not None:
+        if args.min_detour is not None and episodes:
             from tqdm import tqdm
 
             with tqdm(total=len(episodes), desc="detours", unit="ep", disable=args.no_progress) as bar:
