@@ -1,4 +1,5 @@
-"""Filtering episode files by the receptacle the target starts on: only those kept, clear errors."""
+"""Filtering episode files by the receptacle the target starts on and by how far a pick start must drive round
+furniture: exactly those kept, clear errors."""
 
 from __future__ import annotations
 
