@@ -106,7 +106,7 @@ class PolicyAgent:
 
 
 # why an episode that did not succeed ended, read from its last step's info (first match wins)
-FAILURE_FLAGS = ("force_terminate", "wrong_pick", "wrong_grasp", "wrong_drop", "dropped")
+FAILURE_FLAGS = ("force_terminate", "wrong_pick", "wrong_grasp", "wrong_drop", "dropped", "displaced")
 
 
 def end_reason(success: bool, terminated: bool, info: Mapping[str, Any]) -> str:

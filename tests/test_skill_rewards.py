@@ -435,3 +435,28 @@ def test_art_grasping_the_right_handle_pays_grasp_reward_once():
         _, _, _, _, info = env.step(action(env, arm=arm_toward(sim, sim.handle_pos(handle), step=0.01), grip=1.0))
         assert "reward/grasp" not in info
     env.close()
+
+
+@pytest.mark.parametrize("pen,end", [(0.0, False), (5.5, True)])
+def test_place_object_leaving_the_goal_after_the_release(pen, end):
+    """displaced_pen > 0 (deviation): an object released at the goal that then leaves it costs the pen once, and
+    displaced_should_end ends the episode; habitat's 0 / false leave it to run on, unpaid."""
+    env = make_env("place", [_place_episode_with_goal_at_hand()], reward__displaced_pen=pen,
+                   reward__displaced_should_end=end, success__end_on_success=False)  # the arm starts at rest
+    sim, target = env.sim, env.task.target
+    env.step(action(env, grip=1.0))
+    _, _, term, _, info = env.step(action(env, grip=-1.0))  # released at the goal
+    assert info["did_place"] == 1.0 and not term and "displaced" not in info
+    sim.set_object_pose(target, env.task.goal + np.array([0.4, 0.0, 0.05]), sim.object_quat(target))  # knocked away
+    _, _, term, _, info = env.step(action(env))
+    assert info["displaced"] == 1.0 and term == end and info["success"] == 0.0
+    assert info.get("reward/displaced", 0.0) == -pen
+    if not end:
+        _, _, term, _, info = env.step(action(env))
+        assert "displaced" not in info and "reward/displaced" not in info  # once
+    env.close()
+
+
+def test_place_negative_displaced_pen_is_named():
+    with pytest.raises(ValueError, match="displaced_pen"):
+        make_env("place", reward__displaced_pen=-1.0)

@@ -5,7 +5,9 @@ Reward per step: slack; dist_reward x decrease of object->goal while the object 
 from the goal (not paid closer than `min_dist_to_goal`), x decrease of ee->rest after a release at
 the goal; place_reward once on releasing within `obj_at_goal_threshold` of the goal; drop_pen and the
 end of the episode for a release elsewhere (plus, deviation when `near_drop_reward` > 0, a share of
-`near_drop_reward` growing as the release comes closer to the goal); contact-force penalty and force termination;
+`near_drop_reward` growing as the release comes closer to the goal); deviation when `displaced_pen` > 0: an
+object released at the goal that later leaves it (tipped, rolled, knocked) costs `displaced_pen` once, and
+ends the episode if `displaced_should_end` (regrasp blocked: it cannot succeed); contact-force penalty and force termination;
 success_reward when successful. Optional (deviation, `approach_reward` > 0): approach_reward x
 decrease of the geodesic base distance to the navigable points within `approach_reach` of the goal,
 while the object is held, until the first release (`rearrange.tasks.approach`); and (`opening_path_offset`
@@ -47,6 +49,8 @@ class PlaceReward:
     wrong_drop_should_end: bool
     near_drop_reward: float = 0.0  # deviation when > 0: a wrong drop d metres from the goal also pays
     near_drop_dist: float = 0.5  # near_drop_reward x max(0, 1 - d / near_drop_dist)
+    displaced_pen: float = 0.0  # deviation when > 0: once, when an object released at the goal leaves it
+    displaced_should_end: bool = False  # deviation when true: that ends the episode
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class PlaceTask(SkillTask):
         if not (self.reward_cfg.near_drop_reward >= 0.0 and self.reward_cfg.near_drop_dist > 0.0):
             raise ValueError(f"skill.reward: near_drop_reward must be >= 0 and near_drop_dist > 0 (got "
                              f"{self.reward_cfg.near_drop_reward}, {self.reward_cfg.near_drop_dist})")
+        if not self.reward_cfg.displaced_pen >= 0.0:
+            raise ValueError(f"skill.reward: displaced_pen must be >= 0 (got {self.reward_cfg.displaced_pen})")
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
         self.path = OpeningPath(check_offset_cfg(cfg["reward"], "opening_path_offset", self.name))
@@ -76,6 +82,8 @@ class PlaceTask(SkillTask):
         self.target: str | None = None
         self.goal = np.zeros(3)
         self.released = False
+        self.placed = False  # released within obj_at_goal_threshold of the goal
+        self.displaced = False  # placed, then left the goal
         self.mode = "object"  # which distance the dense reward follows: "object" (->goal) or "rest"
 
     def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
@@ -86,6 +94,8 @@ class PlaceTask(SkillTask):
         self.goal = np.asarray(episode.targets[0].goal_pos, dtype=np.float64)
         self.grip_disabled = False
         self.released = False
+        self.placed = False
+        self.displaced = False
         if self.grasp_noise.active and sim.grasped == self.target:
             if self.grasp_noise.max_arm_offset > 0.0:
                 perturb_arm(sim, rng, self.grasp_noise.max_arm_offset, self.success_cfg.ee_resting_threshold)
@@ -118,10 +128,17 @@ class PlaceTask(SkillTask):
             if at_goal:
                 terms["place"] = r.place_reward
                 info["did_place"] = 1.0
+                self.placed = True
             else:
                 terms["drop"] = -r.drop_pen + r.near_drop_reward * max(0.0, 1.0 - obj_to_goal / r.near_drop_dist)
                 terminated |= r.wrong_drop_should_end
                 info["wrong_drop"] = 1.0
+        elif self.placed and not at_goal and not self.displaced:
+            self.displaced = True
+            info["displaced"] = 1.0
+            if r.displaced_pen > 0.0:
+                terms["displaced"] = -r.displaced_pen
+            terminated |= r.displaced_should_end
         mode = "rest" if (self.released and at_goal) else "object"
         if mode != self.mode:
             self.dist.reset(None)  # a different distance from now on: no delta this step
