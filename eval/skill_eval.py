@@ -106,7 +106,7 @@ class PolicyAgent:
 
 
 # why an episode that did not succeed ended, read from its last step's info (first match wins)
-FAILURE_FLAGS = ("force_terminate", "wrong_pick", "wrong_grasp", "wrong_drop", "dropped", "displaced")
+FAILURE_FLAGS = ("force_terminate", "wrong_pick", "wrong_grasp", "wrong_drop", "dropped")
 
 
 def end_reason(success: bool, terminated: bool, info: Mapping[str, Any]) -> str:
@@ -399,8 +399,8 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
     """The skill env: a trained policy gets the task and sim settings it was trained with (its
     checkpoint's config: camera backend and size, base movement...), the oracle the registered skill env;
     the in-hand start pose is `start_grasp` (None: the canonical grasp; a varied one a policy trained
-    with, `skill.start_grasp`, is training only). A checkpoint whose observations that env cannot give is
-    a one-line error (exit 2)."""
+    with, `skill.start_grasp`, is training only), and place's training-only end on a displaced object is
+    off. A checkpoint whose observations that env cannot give is a one-line error (exit 2)."""
     from eval.skill_library import ObservationMismatch, check_observations
     from rearrange.env import RearrangeEnv, make_registered_env
     from rearrange.tasks.skill_tasks import (
@@ -411,9 +411,12 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
     )
 
     def task_config(skill_cfg: Mapping[str, Any]) -> Mapping[str, Any]:
-        if skill != "place":  # the one skill with an in-hand start pose
+        if skill != "place":  # the one skill with an in-hand start pose and a training-only episode end
             return skill_cfg
-        return {**skill_cfg, "start_grasp": dict(start_grasp or {})}
+        # every place policy is judged by habitat's episode ends: an object that leaves the goal after its
+        # release runs on to the timeout, whatever skill.reward.displaced_should_end it trained with
+        reward = {**skill_cfg.get("reward", {}), "displaced_should_end": False}
+        return {**skill_cfg, "start_grasp": dict(start_grasp or {}), "reward": reward}
 
     if isinstance(agent, PolicyAgent):
         config = agent.policy.config

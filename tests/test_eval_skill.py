@@ -174,3 +174,23 @@ def test_worker_processes_give_the_same_rows_as_one_process(skill, agent_args, t
         rows[workers] = json.loads(out.read_text())["episodes"]
     assert [r["episode_id"] for r in rows[2]] == [r["episode_id"] for r in rows[1]]  # in episode order
     assert rows[2] == rows[1]
+
+
+def test_place_policies_are_judged_by_habitats_episode_ends():
+    """A place policy trained with skill.reward.displaced_should_end (a training-only end) is evaluated with an
+    object that leaves the goal running on to the timeout, like every other policy."""
+    import copy
+
+    from eval.skill_eval import PolicyAgent, _make_env
+    from rearrange.generate import generate_episodes
+    from skills.policy import SkillPolicy
+
+    policy = SkillPolicy.from_checkpoint("checkpoints/place.pt", deterministic=True)
+    policy.config = copy.deepcopy(policy.config)
+    policy.config["skill"]["reward"]["displaced_should_end"] = True
+    env = _make_env(PolicyAgent(policy), "place", generate_episodes("place", "val", 1, 0), "checkpoints/place.pt")
+    try:
+        assert env.task.reward_cfg.displaced_should_end is False
+        assert env.task.reward_cfg.displaced_pen == policy.config["skill"]["reward"].get("displaced_pen", 0.0)
+    finally:
+        env.close()

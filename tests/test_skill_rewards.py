@@ -460,3 +460,23 @@ def test_place_object_leaving_the_goal_after_the_release(pen, end):
 def test_place_negative_displaced_pen_is_named():
     with pytest.raises(ValueError, match="displaced_pen"):
         make_env("place", reward__displaced_pen=-1.0)
+
+
+@pytest.mark.parametrize("place_dist", [0.0, 0.01])
+def test_place_reward_dist_pays_the_release_only_that_close(place_dist):
+    """place_reward_dist > 0 (deviation): a release inside the success threshold but farther than this from the
+    goal earns no place_reward and is no wrong drop (it still succeeds); 0 (habitat) pays anywhere within it."""
+    ep = _place_episode_with_goal_at_hand()
+    ep.targets[0].goal_pos[2] += 0.05  # the held object starts 0.05 m from the goal: inside 0.15, outside 0.01
+    env = make_env("place", [ep], reward__place_reward_dist=place_dist)
+    env.step(action(env, grip=1.0))
+    _, _, term, _, info = env.step(action(env, grip=-1.0))
+    assert info["did_place"] == 1.0 and "wrong_drop" not in info and 0.01 < info["object_to_goal_dist"] < 0.15
+    assert info.get("reward/place", 0.0) == (0.0 if place_dist else 5.0)
+    assert info["success"] == 1.0 and term
+    env.close()
+
+
+def test_place_reward_dist_beyond_the_success_threshold_is_named():
+    with pytest.raises(ValueError, match="place_reward_dist"):
+        make_env("place", reward__place_reward_dist=0.2)

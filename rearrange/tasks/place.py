@@ -1,19 +1,22 @@
 """Place skill task (habitat-lab RearrangePlaceTask-v0 with PlaceReward, notes 3.3).
 
 The episode starts with the target in the gripper (episode info `start_holding`, applied by the env).
-Reward per step: slack; dist_reward x decrease of object->goal while the object is held or away
-from the goal (not paid closer than `min_dist_to_goal`), x decrease of ee->rest after a release at
+Habitat's reward per step: slack; dist_reward x decrease of object->goal while the object is held or
+away from the goal (not paid closer than `min_dist_to_goal`), x decrease of ee->rest after a release at
 the goal; place_reward once on releasing within `obj_at_goal_threshold` of the goal; drop_pen and the
-end of the episode for a release elsewhere (plus, deviation when `near_drop_reward` > 0, a share of
-`near_drop_reward` growing as the release comes closer to the goal); deviation when `displaced_pen` > 0: an
-object released at the goal that later leaves it (tipped, rolled, knocked) costs `displaced_pen` once, and
-ends the episode if `displaced_should_end` (regrasp blocked: it cannot succeed); contact-force penalty and force termination;
-success_reward when successful. Optional (deviation, `approach_reward` > 0): approach_reward x
-decrease of the geodesic base distance to the navigable points within `approach_reach` of the goal,
-while the object is held, until the first release (`rearrange.tasks.approach`); and (`opening_path_offset`
-> 0) the object->goal distance of the dense term measured through a fridge's opening (`OpeningPath`). Optional (deviation,
-`start_grasp`): the held object starts in a varied pose in the gripper (`rearrange.grasp_pose`).
-Success: not holding, object at the goal, ee at rest.
+end of the episode for a release elsewhere; contact-force penalty and force termination; success_reward
+when successful. Success: not holding, object at the goal, ee at rest.
+
+Deviations, each off at its default:
+- `near_drop_reward` > 0: a wrong drop also pays a share of it, growing as the release comes closer.
+- `displaced_pen` > 0: an object released at the goal that later leaves it (tipped, rolled, knocked)
+  costs this once; `displaced_should_end` ends the episode then (regrasp blocked: it cannot succeed).
+- `place_reward_dist` > 0: place_reward only for a release this close to the goal; a release between
+  it and the success threshold pays nothing and the episode goes on (it can still succeed).
+- `approach_reward` > 0: approach_reward x decrease of the geodesic base distance to the navigable
+  points within `approach_reach` of the goal, while held, until the first release (`rearrange.tasks.approach`).
+- `opening_path_offset` > 0: the dense term's object->goal distance through a fridge's opening (`OpeningPath`).
+- `start_grasp`: the held object starts in a varied pose in the gripper (`rearrange.grasp_pose`).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class PlaceReward:
     near_drop_dist: float = 0.5  # near_drop_reward x max(0, 1 - d / near_drop_dist)
     displaced_pen: float = 0.0  # deviation when > 0: once, when an object released at the goal leaves it
     displaced_should_end: bool = False  # deviation when true: that ends the episode
+    place_reward_dist: float = 0.0  # deviation when > 0: place_reward only for a release this close to the goal
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,9 @@ class PlaceTask(SkillTask):
                              f"{self.reward_cfg.near_drop_reward}, {self.reward_cfg.near_drop_dist})")
         if not self.reward_cfg.displaced_pen >= 0.0:
             raise ValueError(f"skill.reward: displaced_pen must be >= 0 (got {self.reward_cfg.displaced_pen})")
+        if not 0.0 <= self.reward_cfg.place_reward_dist <= self.success_cfg.obj_at_goal_threshold:
+            raise ValueError(f"skill.reward: place_reward_dist must be in [0, success.obj_at_goal_threshold = "
+                             f"{self.success_cfg.obj_at_goal_threshold}] (got {self.reward_cfg.place_reward_dist})")
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
         self.path = OpeningPath(check_offset_cfg(cfg["reward"], "opening_path_offset", self.name))
@@ -126,7 +133,8 @@ class PlaceTask(SkillTask):
             if self.block_regrasp:
                 self.grip_disabled = True
             if at_goal:
-                terms["place"] = r.place_reward
+                if obj_to_goal < (r.place_reward_dist or s.obj_at_goal_threshold):
+                    terms["place"] = r.place_reward
                 info["did_place"] = 1.0
                 self.placed = True
             else:
