@@ -7,7 +7,7 @@ the goal; place_reward once on releasing within `obj_at_goal_threshold` of the g
 end of the episode for a release elsewhere; contact-force penalty and force termination; success_reward
 when successful. Success: not holding, object at the goal, ee at rest.
 
-Deviations, each off at its default:
+Deviations from habitat (each off at its dataclass default; configs/skill/place.yaml sets which are on, and why):
 - `near_drop_reward` > 0: a wrong drop also pays a share of it, growing as the release comes closer.
 - `displaced_pen` > 0: an object released at the goal that later leaves it (tipped, rolled, knocked)
   costs this once; `displaced_should_end` ends the episode then (regrasp blocked: it cannot succeed).
