@@ -9,7 +9,8 @@ to `agent.max_replans` times (habitat-lab and ManiSkill-HAB only follow fixed pl
 `agent.renavigate_after_failure` the re-plan forgets where the robot is (no `robot_at`), so the
 retry starts with a fresh navigation instead of repeating the failed skill from the same spot; with
 `agent.reset_arm` (habitat-lab's reset_arm skill) the arm is first driven back to its resting joints,
-before retries only (`retries`) or before every skill but the first (`between`, habitat's add_arm_rest),
+before retries only (`retries`) or before every skill but the first (`between`, habitat's add_arm_rest;
+fixed mode reads `agent.fixed_reset_arm`), ending early when furniture blocks it (`reset_arm_stall_steps`),
 and with `agent.retry_backoff` a retry backs the base away first (ours); with `agent.release_guard` a
 place may not let go of its object far from the goal (ours: a dropped object often lands where no pick
 reaches it). When the plan is exhausted, the agent first stands still for `agent.settle_steps` steps
@@ -56,6 +57,7 @@ from planner.predicates import SymbolicInputs, load_planner_cfg
 from planner.problem import build_planner
 from planner.search import GroundAction, PlanningError, replan
 from rearrange.actions import ACTION_DIM, ACTION_SLICES, subset_entries
+from rearrange.robot import ARM_JOINTS
 from rearrange.sensors import SensorTarget, observe
 from rearrange.tasks.skill_tasks import load_skill_config
 from skills.definitions import SkillDef, SkillMonitor
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
 
 RESET_ARM_TOLERANCE = 0.05  # rad: habitat's ResetArmSkill ends when every joint is this close to rest
+RESET_ARM_STALL_PROGRESS = 0.01  # rad: less progress than this over `reset_arm_stall_steps` steps ends a reset
 STOP = ACTION_SLICES["stop"].start
 GRIP = ACTION_SLICES["grip"].start
 # what the termination predicates read (skills.definitions); computed every step for every agent
@@ -113,7 +116,7 @@ class SkillRun:
     label: str
     skill: str
     steps: int
-    outcome: str  # "done" | "timeout" | "episode_end"
+    outcome: str  # "done" | "timeout" | "episode_end" | "stalled" (a reset_arm the furniture blocked)
     effects_hold: bool
     blocked_releases: int = 0  # steps whose release the agent turned into a hold (`agent.release_guard`)
 
@@ -166,7 +169,8 @@ class HabAgent:
                  planner_cfg: Mapping[str, Any] | None = None, renavigate: bool = False,
                  settle_steps: int = 0, mode: str = "replan",
                  fixed_renavigate_after: Sequence[str] = ("open_cab",), reset_arm: str = "never",
-                 reset_arm_max_steps: int = 50, retry_backoff: float = 0.0, release_guard: float = 0.0) -> None:
+                 reset_arm_max_steps: int = 50, retry_backoff: float = 0.0, release_guard: float = 0.0,
+                 reset_arm_stall_steps: int = 0, reset_arm_lift_first: bool = False) -> None:
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
         if mode not in AGENT_MODES:
@@ -184,6 +188,8 @@ class HabAgent:
             raise ValueError(f"unknown agent.reset_arm '{reset_arm}'; valid choices: {', '.join(RESET_ARM_CHOICES)}")
         self.reset_arm = reset_arm
         self.reset_arm_max_steps = int(reset_arm_max_steps)
+        self.reset_arm_stall_steps = int(reset_arm_stall_steps)
+        self.reset_arm_lift_first = bool(reset_arm_lift_first)
         self.retry_backoff = float(retry_backoff)
         self.release_guard = float(release_guard) if mode == "replan" else 0.0  # fixed: habitat's, unguarded
         # called as `on_skill_start(env, call, retry)` just before a skill call's first step (after its
@@ -300,8 +306,12 @@ class HabAgent:
         retry = any(r.label == label for r in run.skill_runs)  # this call ran before in the episode
         if self._wants_arm_reset(run, retry) and self._reset_arm_to_rest(env, run, observer):
             return True
-        if self._wants_backoff(run, retry) and self._back_off(env, run, observer):
-            return True
+        if self._wants_backoff(run, retry):
+            if self._back_off(env, run, observer):
+                return True
+            # a reset the furniture blocked (arm jammed in a shelf) gets a second go from the backed-off base
+            if self._wants_arm_reset(run, retry) and self._reset_arm_to_rest(env, run, observer):
+                return True
         skill = controller.skill
         target = sensor_target(call.target)
         env.task.point_sensors(target, grip_disabled=grip_disabled(skill))
@@ -354,24 +364,53 @@ class HabAgent:
     def _reset_arm_to_rest(self, env: Any, run: _EpisodeRun, observer: StepObserver | None) -> bool:
         """habitat-lab's reset_arm skill: joint-space P control of the arm toward its resting joints
         (base still, grasp kept) until every joint is within RESET_ARM_TOLERANCE or
-        `reset_arm_max_steps` steps; True if the episode ended meanwhile."""
+        `reset_arm_max_steps` steps; True if the episode ended meanwhile. Ours, both off by default:
+        `reset_arm_stall_steps` > 0 ends it when the arm came less than RESET_ARM_STALL_PROGRESS closer to
+        rest over that many steps (outcome "stalled": the arm pushes against furniture or the floor, and
+        waiting spends the episode's steps); `reset_arm_lift_first` first raises a lowered shoulder alone
+        (a straight line in joint space can drive a low gripper into the floor or a shelf on its way)."""
         sim = env.sim
         if arm_rest_error(sim) < RESET_ARM_TOLERANCE:
             return False  # already at rest: nothing to run or record
         record = self._begin_primitive(env, run, "reset_arm", "reset_arm")
-        rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
-        step_rad = float(sim.cfg["arm"]["delta_per_step"])
-        for _ in range(self.reset_arm_max_steps):
-            if arm_rest_error(sim) < RESET_ARM_TOLERANCE:
-                break
-            action = np.zeros(ACTION_DIM)
-            arm = (rest - sim.arm_qpos) / step_rad
-            action[ACTION_SLICES["arm"]] = arm / max(1.0, float(np.max(np.abs(arm))))
-            _, ended = self._step_env(env, action, run, record, observer, record.label)
+        every = np.ones(len(sim.REST_ARM_QPOS), dtype=bool)
+        phases = [every]
+        lift = ARM_JOINTS.index("shoulder_lift_joint")
+        if self.reset_arm_lift_first and sim.arm_qpos[lift] - sim.REST_ARM_QPOS[lift] > RESET_ARM_TOLERANCE:
+            phases.insert(0, every & (np.arange(len(every)) == lift))  # positive shoulder_lift lowers the arm
+        steps_left = self.reset_arm_max_steps
+        for joints in phases:
+            ended, outcome, steps_left = self._arm_toward_rest(env, run, record, observer, joints, steps_left)
             if ended:
                 return True
-        record.outcome = "done" if arm_rest_error(sim) < RESET_ARM_TOLERANCE else "timeout"
+        record.outcome = outcome
         return False
+
+    def _arm_toward_rest(self, env: Any, run: _EpisodeRun, record: SkillRun, observer: StepObserver | None,
+                         joints: np.ndarray, max_steps: int) -> tuple[bool, str, int]:
+        """Drive the `joints` (mask) toward rest, the others still; (episode ended, "done" | "stalled" |
+        "timeout", steps left of `max_steps`)."""
+        sim = env.sim
+        rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
+        step_rad = float(sim.cfg["arm"]["delta_per_step"])
+        stall = self.reset_arm_stall_steps
+
+        def error() -> float:
+            return float(np.max(np.abs(rest - sim.arm_qpos)[joints]))
+
+        errors = [error()]
+        while max_steps > 0 and errors[-1] >= RESET_ARM_TOLERANCE:
+            if stall > 0 and len(errors) > stall and errors[-1 - stall] - errors[-1] < RESET_ARM_STALL_PROGRESS:
+                return False, "stalled", max_steps
+            action = np.zeros(ACTION_DIM)
+            arm = np.where(joints, rest - sim.arm_qpos, 0.0) / step_rad
+            action[ACTION_SLICES["arm"]] = arm / max(1.0, float(np.max(np.abs(arm))))
+            _, ended = self._step_env(env, action, run, record, observer, record.label)
+            max_steps -= 1
+            if ended:
+                return True, "episode_end", max_steps
+            errors.append(error())
+        return False, ("done" if errors[-1] < RESET_ARM_TOLERANCE else "timeout"), max_steps
 
     def _wants_backoff(self, run: _EpisodeRun, retry: bool) -> bool:
         """`agent.retry_backoff` > 0: before a retried call, unless it follows a nav that arrived

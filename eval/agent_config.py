@@ -31,7 +31,8 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     mode = agent_cfg.get("mode", "replan")
     if mode not in AGENT_MODES:
         raise ConfigError(unknown_choice("agent.mode", str(mode), AGENT_MODES))
-    for key, default in (("max_replans", None), ("settle_steps", None), ("reset_arm_max_steps", 50)):
+    for key, default in (("max_replans", None), ("settle_steps", None), ("reset_arm_max_steps", 50),
+                         ("reset_arm_stall_steps", 0)):
         value = agent_cfg.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
@@ -41,10 +42,11 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     guard = agent_cfg.get("release_guard", 0.0)
     if isinstance(guard, bool) or not isinstance(guard, (int, float)) or not 0.0 <= guard <= 2.0:
         raise ConfigError(f"agent.release_guard must be a number of metres in [0, 2] (0: off); got {guard!r}")
-    reset_arm = agent_cfg.get("reset_arm", "never")
-    if reset_arm not in RESET_ARM_CHOICES:
-        raise ConfigError(unknown_choice("agent.reset_arm", str(reset_arm), RESET_ARM_CHOICES))
-    for key in ("deterministic", "sample_retries"):
+    for key in ("reset_arm", "fixed_reset_arm"):
+        value = agent_cfg.get(key, "never")
+        if value not in RESET_ARM_CHOICES:
+            raise ConfigError(unknown_choice(f"agent.{key}", str(value), RESET_ARM_CHOICES))
+    for key in ("deterministic", "sample_retries", "reset_arm_lift_first"):
         if not isinstance(agent_cfg.get(key, False), bool):
             raise ConfigError(f"agent.{key} must be true or false; got {agent_cfg.get(key)!r}")
     for key in ("oracle_skills", "sampled_skills"):
@@ -101,7 +103,10 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
                     renavigate=bool(agent_cfg["renavigate_after_failure"]), settle_steps=int(agent_cfg["settle_steps"]),
                     mode=str(agent_cfg.get("mode", "replan")),
                     fixed_renavigate_after=tuple(agent_cfg.get("fixed_renavigate_after", ("open_cab",))),
-                    reset_arm=str(agent_cfg.get("reset_arm", "never")),
+                    reset_arm=str(agent_cfg.get("fixed_reset_arm" if agent_cfg.get("mode") == "fixed" else "reset_arm",
+                                                "never")),
                     reset_arm_max_steps=int(agent_cfg.get("reset_arm_max_steps", 50)),
+                    reset_arm_stall_steps=int(agent_cfg.get("reset_arm_stall_steps", 0)),
+                    reset_arm_lift_first=bool(agent_cfg.get("reset_arm_lift_first", False)),
                     retry_backoff=float(agent_cfg.get("retry_backoff", 0.0)),
                     release_guard=float(agent_cfg.get("release_guard", 0.0)))

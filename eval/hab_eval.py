@@ -47,7 +47,7 @@ EXAMPLES = """examples:
   eval-hab --scenario tidy_house --episodes 5 agent.max_replans=0 hab_task.max_steps=5000
   eval-hab --scenario set_table --agent tp-srl agent.checkpoints.pick=ckpts/pick.pt --checkpoint-dir ckpts
   eval-hab --scenario tidy_house --agent tp-srl 'agent.oracle_skills=[nav,place]'   # learned pick only
-  eval-hab --scenario tidy_house --agent tp-srl --mode fixed agent.reset_arm=between   # habitat's add_arm_rest
+  eval-hab --scenario tidy_house --agent tp-srl --mode fixed agent.fixed_reset_arm=between   # habitat's add_arm_rest
   eval-hab --scenario set_table --agent tp-srl agent.release_guard=0   # let a place drop its object anywhere
 
 checkpoints of the learned agents (tp-srl, tp-srl-nonav), per skill: agent.checkpoints.<skill>=PATH (a .pt

@@ -385,8 +385,12 @@ def _start_grasp(skill: str, node: Mapping[str, Any] | None) -> dict[str, float]
     given = {k: float(v) for k, v in (node or {}).items() if v is not None}
     if not any(given.values()):
         return None
-    if skill != "place":
-        exit_with_error(f"eval.start_grasp applies to place only (the skill that starts holding), not {skill}")
+    if skill == "pick" and any(v for k, v in given.items() if k != "max_arm_offset"):
+        exit_with_error("eval.start_grasp: for pick only max_arm_offset applies (its arm off rest, skill.start_arm); "
+                        "max_tilt and max_lateral apply to place only (the skill that starts holding)")
+    if skill not in ("place", "pick"):
+        exit_with_error(f"eval.start_grasp applies to place only (the skill that starts holding), not {skill}; "
+                        "max_arm_offset also to pick")
     try:
         GraspNoise.from_node(given)
     except ValueError as exc:
@@ -399,8 +403,9 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
     """The skill env: a trained policy gets the task and sim settings it was trained with (its
     checkpoint's config: camera backend and size, base movement...), the oracle the registered skill env;
     the in-hand start pose is `start_grasp` (None: the canonical grasp; a varied one a policy trained
-    with, `skill.start_grasp`, is training only), and place's training-only end on a displaced object is
-    off. A checkpoint whose observations that env cannot give is a one-line error (exit 2)."""
+    with, `skill.start_grasp`, is training only), pick's arm at rest unless `start_grasp` gives a
+    max_arm_offset (`skill.start_arm` is training only), and place's training-only end on a displaced
+    object is off. A checkpoint whose observations that env cannot give is a one-line error (exit 2)."""
     from eval.skill_library import ObservationMismatch, check_observations
     from rearrange.env import RearrangeEnv, make_registered_env
     from rearrange.tasks.skill_tasks import (
@@ -411,6 +416,9 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
     )
 
     def task_config(skill_cfg: Mapping[str, Any]) -> Mapping[str, Any]:
+        if skill == "pick":  # a varied start arm (skill.start_arm) is training only: eval starts at rest unless
+            offset = (start_grasp or {}).get("max_arm_offset", 0.0)  # eval.start_grasp.max_arm_offset asks
+            return {**skill_cfg, "start_arm": {"prob": 1.0, "max_offset": offset} if offset else {}}
         if skill != "place":  # the one skill with an in-hand start pose and a training-only episode end
             return skill_cfg
         # every place policy is judged by habitat's episode ends: an object that leaves the goal after its
@@ -430,7 +438,7 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
             msg = str(exc).strip().splitlines()[0]
             exit_with_error(msg if isinstance(exc, ObservationMismatch) else f"checkpoint {checkpoint}: {msg}")
         return env
-    if skill == "place":
+    if skill == "place" or (skill == "pick" and start_grasp):
         return RearrangeEnv(make_skill_task(task_config(load_skill_config(skill))), episodes, episode_order="cycle")
     register_skill_envs()
     return make_registered_env(SKILL_ENV_IDS[skill], episodes=episodes, episode_order="cycle")

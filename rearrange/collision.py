@@ -132,6 +132,17 @@ class ContactForces:
             normal[i] = self._normal_force(int(i))
         return float(normal[robot].sum()), (float(normal[on_held].sum()) if on_held is not None else 0.0)
 
+    def robot_penetration(self) -> float:
+        """The deepest overlap (m, >= 0) of a robot geom with the scene in the current state (after
+        mj_forward); 0 when the robot touches nothing."""
+        d = self.data
+        n = d.ncon
+        if n == 0:
+            return 0.0
+        is_r = self._is_robot_geom[d.contact.geom[:n]]
+        robot = is_r[:, 0] ^ is_r[:, 1]
+        return float(max(0.0, -float(d.contact.dist[:n][robot].min()))) if robot.any() else 0.0
+
     def _normal_force(self, i: int) -> float:
         """Normal force of contact `i` (N), as `mj_contactForce` reports it. Only the contacts a caller
         needs are computed: a HAB scene holds dozens of resting contacts the robot never touches."""

@@ -12,7 +12,12 @@ The arm is not where a pick leaves it either: place starts with every joint at i
 the shipped learned pick ends its successes (ee within 0.15 m of rest) 0.18-1.0 rad off rest in its
 largest joint (median 0.36; 18 val successes, 2026-11-24), and place reads `joint`. `perturb_arm` turns
 each joint by U(-max_arm_offset, max_arm_offset), scaled down (x0.7 at a time) until the ee is within
-`max_ee_shift` of where it was. Both are drawn from the env's RNG, so seeded episodes repeat.
+`max_ee_shift` of where it was (and, if asked, the arm overlaps nothing). Both are drawn from the env's RNG,
+so seeded episodes repeat.
+
+Pick meets an arm off rest as well (`start_arm`, training only, `ArmStartNoise`): inside the HAB tasks its
+first call on the second object starts where a place left the arm (0.3-1.0 rad off rest, Prepare Groceries,
+2026-11-27), and a retry where an arm reset the furniture blocked left it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,18 @@ if TYPE_CHECKING:
 MAX_TILT = 1.0  # rad: beyond this the object would hang beside the cup rather than under it
 MAX_LATERAL = 0.05  # m: the cup's radius is about 0.03
 MAX_ARM_OFFSET = 1.0  # rad per joint
+MAX_EE_SHIFT = 1.0  # m: the Fetch arm's reach
+
+
+def _bounded(node: Mapping[str, Any], name: str, key: str, default: float, hi: float, unit: str,
+             open_low: bool = False) -> float:
+    """`node[key]` (default `default`) as a float in [0, hi] ((0, hi] with `open_low`); ValueError naming
+    `skill.<name>.<key>` and the range otherwise."""
+    value = float(node.get(key, default))
+    if not (math.isfinite(value) and (value > 0.0 if open_low else value >= 0.0) and value <= hi):
+        bounds = f"(0, {hi}]" if open_low else f"[0, {hi}]"
+        raise ValueError(f"skill.{name}.{key} must be in {bounds}{unit} (got {value})")
+    return value
 
 
 @dataclass(frozen=True)
@@ -49,15 +66,9 @@ class GraspNoise:
     def from_node(cls, node: Mapping[str, Any] | None) -> GraspNoise:
         """Validated; ValueError naming the key and its valid range."""
         node = dict(node or {})
-        tilt = float(node.get("max_tilt", 0.0))
-        lateral = float(node.get("max_lateral", 0.0))
-        if not (math.isfinite(tilt) and 0.0 <= tilt <= MAX_TILT):
-            raise ValueError(f"skill.start_grasp.max_tilt must be in [0, {MAX_TILT}] rad (got {tilt})")
-        if not (math.isfinite(lateral) and 0.0 <= lateral <= MAX_LATERAL):
-            raise ValueError(f"skill.start_grasp.max_lateral must be in [0, {MAX_LATERAL}] m (got {lateral})")
-        arm = float(node.get("max_arm_offset", 0.0))
-        if not (math.isfinite(arm) and 0.0 <= arm <= MAX_ARM_OFFSET):
-            raise ValueError(f"skill.start_grasp.max_arm_offset must be in [0, {MAX_ARM_OFFSET}] rad (got {arm})")
+        tilt = _bounded(node, "start_grasp", "max_tilt", 0.0, MAX_TILT, " rad")
+        lateral = _bounded(node, "start_grasp", "max_lateral", 0.0, MAX_LATERAL, " m")
+        arm = _bounded(node, "start_grasp", "max_arm_offset", 0.0, MAX_ARM_OFFSET, " rad")
         return cls(max_tilt=tilt, max_lateral=lateral, max_arm_offset=arm)
 
 
@@ -78,13 +89,34 @@ def _turned(turn_axis: np.ndarray, angle: float, quat: np.ndarray, v: np.ndarray
     return q, out
 
 
-def perturb_arm(sim: RearrangeSim, rng: np.random.Generator, max_offset: float, max_ee_shift: float) -> np.ndarray:
-    """Turn the arm's joints as described above (a held object moves with the gripper); the offsets applied."""
+@dataclass(frozen=True)
+class ArmStartNoise:
+    """The `start_arm` node of a skill config (pick; absent or prob 0: the arm starts at rest, as habitat)."""
+
+    prob: float = 0.0
+    max_offset: float = 0.0
+    max_ee_shift: float = 0.3
+
+    @classmethod
+    def from_node(cls, node: Mapping[str, Any] | None) -> ArmStartNoise:
+        """Validated; ValueError naming the key and its valid range."""
+        node = dict(node or {})
+        prob = _bounded(node, "start_arm", "prob", 0.0, 1.0, "")
+        offset = _bounded(node, "start_arm", "max_offset", 0.0, MAX_ARM_OFFSET, " rad")
+        shift = _bounded(node, "start_arm", "max_ee_shift", 0.3, MAX_EE_SHIFT, " m", open_low=True)
+        return cls(prob=prob, max_offset=offset, max_ee_shift=shift)
+
+
+def perturb_arm(sim: RearrangeSim, rng: np.random.Generator, max_offset: float, max_ee_shift: float,
+                max_penetration: float | None = None) -> np.ndarray:
+    """Turn the arm's joints as described above (a held object moves with the gripper); the offsets applied.
+    With `max_penetration` (m) a pose whose robot overlaps the scene deeper than that is scaled down too."""
     rest, ee = sim.arm_qpos, sim.ee_pos
     offset = rng.uniform(-max_offset, max_offset, size=rest.shape)
     for _ in range(12):
         sim.set_arm_qpos(rest + offset)
-        if np.linalg.norm(sim.ee_pos - ee) <= max_ee_shift:
+        clear = max_penetration is None or sim.robot_penetration() <= max_penetration
+        if clear and np.linalg.norm(sim.ee_pos - ee) <= max_ee_shift:
             return sim.arm_qpos - rest
         offset = 0.7 * offset
     sim.set_arm_qpos(rest)

@@ -319,6 +319,10 @@ class RearrangeSim:
         mujoco.mj_forward(self.model, self.data)
         self._snap_held()
 
+    def robot_penetration(self) -> float:
+        """The deepest overlap (m) of the robot with the scene in the current state (0: none)."""
+        return self._contact_forces.robot_penetration()
+
     @property
     def ee_pos(self) -> np.ndarray:
         return self.data.site_xpos[self._ee_site].copy()

@@ -242,6 +242,85 @@ def test_retry_backoff_drives_back_before_the_retried_nav_only(backoff):
     assert moved > 0.3 or record.steps < 8  # drove back, unless the base was blocked
 
 
+def _reset_from(offset: list[float], jammed: bool = False, **agent_kwargs) -> tuple[SkillRun, float, list]:
+    """One reset_arm of the oracle agent from rest + `offset` (Tidy House val episode 0's start); with
+    `jammed` the arm servos hold no torque (the joints stay put, as an arm pressed against a shelf).
+    (its record, the largest joint distance from rest after it, the arm joints after every step)."""
+    env = _env("tidy_house", 900)
+    try:
+        env.reset()
+        sim = env.sim
+        sim.set_arm_qpos(sim.REST_ARM_QPOS + np.asarray(offset))
+        if jammed:
+            sim.model.actuator_gainprm[:, 0] = 0.0
+            sim.model.actuator_biasprm[:, :3] = 0.0
+        agent = HabAgent("oracle", OracleSkills({}), max_replans=0, reset_arm="retries", **agent_kwargs)
+        run, arms = _EpisodeRun("e"), []
+        assert not agent._reset_arm_to_rest(env, run, lambda env_, info, label: arms.append(env_.sim.arm_qpos.copy()))
+        error = float(np.max(np.abs(sim.arm_qpos - sim.REST_ARM_QPOS)))
+    finally:
+        env.close()
+    (record,) = run.skill_runs
+    return record, error, arms
+
+
+ROLL_OFF = [0.0, 0.0, 0.6, 0.0, 0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("stall_steps", [0, 10])
+def test_reset_arm_ends_early_when_the_arm_is_stuck(stall_steps):
+    """With agent.reset_arm_stall_steps a reset whose arm does not come closer to rest ends after that many
+    steps as `stalled`, so it does not spend its whole `reset_arm_max_steps`; 0 keeps habitat's reset,
+    which times out."""
+    record, _, _ = _reset_from(ROLL_OFF, jammed=True, reset_arm_max_steps=60, reset_arm_stall_steps=stall_steps)
+    assert (record.outcome, record.steps) == (("timeout", 60) if stall_steps == 0 else ("stalled", stall_steps))
+
+
+@pytest.mark.parametrize("stall_steps", [0, 10])
+def test_reset_arm_with_stall_detection_still_reaches_rest(stall_steps):
+    """A free arm 0.6 rad off rest comes back within the tolerance whether or not stalls are detected:
+    the check never cuts a reset that is making progress."""
+    record, error, _ = _reset_from(ROLL_OFF, reset_arm_max_steps=100, reset_arm_stall_steps=stall_steps)
+    assert record.outcome == "done" and 40 <= record.steps <= 60 and error < 0.05
+
+
+@pytest.mark.parametrize("lift_first", [False, True])
+def test_reset_arm_lift_first_raises_a_lowered_shoulder_before_the_other_joints(lift_first):
+    """With agent.reset_arm_lift_first a lowered shoulder comes up alone first (the other joints still),
+    then every joint; without it every joint moves from the first step. Both end at rest."""
+    record, error, arms = _reset_from([0.0, 0.4, 0.3, 0.0, 0.0, 0.0, 0.0], reset_arm_max_steps=200,
+                                      reset_arm_lift_first=lift_first)
+    assert record.outcome == "done" and error < 0.05
+    roll_moved = abs(arms[20][2] - arms[0][2])  # of 0.3 rad; held still it drifts a few hundredths (servo lag)
+    assert (roll_moved < 0.06) if lift_first else (roll_moved > 0.12)
+    assert arms[9][1] < arms[0][1] - 0.05  # the shoulder rises either way
+    assert record.steps > 45 if lift_first else record.steps <= 40  # one joint after the other takes longer
+
+
+def test_retry_resets_the_arm_again_after_the_back_off():
+    """reset_arm, then back_off, then a second reset from the backed-off base (a reset the furniture
+    blocked gets another go); an arm already at rest records no second reset."""
+    env = _env("tidy_house", 1200)
+    try:
+        skills = FirstCallReplaced("pick", lambda oracle: _Flail(oracle.skill))
+        agent = HabAgent("oracle", skills, max_replans=1, renavigate=True, reset_arm="retries",
+                         retry_backoff=0.5, reset_arm_stall_steps=10)
+        calls = []
+        original = agent._reset_arm_to_rest
+
+        def reset(env_, run, observer):
+            calls.append([r.label for r in run.skill_runs][-1])
+            return original(env_, run, observer)
+
+        agent._reset_arm_to_rest = reset
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    labels = [r.label for r in out.skill_runs]
+    assert labels[:5] == ["nav(obj_0)", "pick(obj_0)", "reset_arm", "back_off", "nav(obj_0)"]
+    assert calls[:2] == ["pick(obj_0)", "back_off"]  # the second call came after the back-off, found the arm at rest
+
+
 def test_reset_arm_setting_is_validated():
     from configs.compose import ConfigError
 
@@ -250,10 +329,28 @@ def test_reset_arm_setting_is_validated():
         check_agent_config(cfg)
     with pytest.raises(ConfigError, match="agent.reset_arm_max_steps must be an integer >= 0"):
         check_agent_config({**cfg, "reset_arm": "retries", "reset_arm_max_steps": -1})
+    with pytest.raises(ConfigError, match="agent.reset_arm_stall_steps must be an integer >= 0"):
+        check_agent_config({**cfg, "reset_arm": "retries", "reset_arm_stall_steps": 2.5})
     with pytest.raises(ConfigError, match=r"agent.retry_backoff must be a number of metres in \[0, 2\]"):
         check_agent_config({**cfg, "reset_arm": "retries", "retry_backoff": 3})
     with pytest.raises(ConfigError, match=r"agent.release_guard must be a number of metres in \[0, 2\]"):
         check_agent_config({**cfg, "reset_arm": "retries", "release_guard": -0.1})
+    with pytest.raises(ConfigError, match="agent.fixed_reset_arm.*never, retries, between"):
+        check_agent_config({**cfg, "reset_arm": "retries", "fixed_reset_arm": "sometimes"})
+    with pytest.raises(ConfigError, match="agent.reset_arm_lift_first must be true or false"):
+        check_agent_config({**cfg, "reset_arm": "retries", "reset_arm_lift_first": "yes"})
+
+
+def test_each_mode_takes_its_own_reset_arm_setting():
+    """The shipped config resets the arm between skills when re-planning, and runs habitat's fixed plan
+    without resets (its add_arm_rest off) unless agent.fixed_reset_arm says otherwise."""
+    from configs.compose import compose, to_plain
+
+    for mode, overrides, expected in (("replan", [], "between"), ("fixed", [], "never"),
+                                      ("fixed", ["agent.fixed_reset_arm=between"], "between"),
+                                      ("replan", ["agent.reset_arm=retries"], "retries")):
+        cfg = to_plain(compose("eval_hab", [f"agent.mode={mode}", *overrides]))
+        assert make_agent("oracle", cfg["agent"]).reset_arm == expected
 
 
 

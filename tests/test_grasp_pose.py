@@ -1,4 +1,5 @@
-"""Varied in-hand start poses for place (rearrange/grasp_pose.py): bounded, reproducible, held, off by default."""
+"""Varied in-hand start poses for place (rearrange/grasp_pose.py): bounded, reproducible, held, off by default;
+bad values of place's and pick's start-pose nodes named before any work."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from test_oracle_pick_place import PLACE_ON_COUNTER
 
 from rearrange.env import RearrangeEnv
 from rearrange.episodes import episode_from_dict
-from rearrange.grasp_pose import GraspNoise
+from rearrange.grasp_pose import ArmStartNoise, GraspNoise
 from rearrange.tasks.skill_tasks import load_skill_config, make_skill_task
 from skills.train_cli import main as train_skill_main
 
@@ -76,17 +77,20 @@ def test_varied_grasps_repeat_with_the_seed():
         second.close()
 
 
-@pytest.mark.parametrize("node, key", [({"max_tilt": -0.1}, "max_tilt"), ({"max_tilt": 2.0}, "max_tilt"),
-                                       ({"max_lateral": 0.5}, "max_lateral")])
-def test_bad_start_grasp_values_are_named(node, key):
-    with pytest.raises(ValueError, match=f"skill.start_grasp.{key}"):
-        GraspNoise.from_node(node)
+@pytest.mark.parametrize("reader, node, key", [
+    (GraspNoise, {"max_tilt": -0.1}, "start_grasp.max_tilt"), (GraspNoise, {"max_tilt": 2.0}, "start_grasp.max_tilt"),
+    (GraspNoise, {"max_lateral": 0.5}, "start_grasp.max_lateral"), (ArmStartNoise, {"prob": 1.5}, "start_arm.prob"),
+    (ArmStartNoise, {"max_offset": 2.0}, "start_arm.max_offset"),
+    (ArmStartNoise, {"max_ee_shift": 0.0}, "start_arm.max_ee_shift")])
+def test_bad_start_pose_values_are_named(reader, node, key):
+    with pytest.raises(ValueError, match=f"skill.{key}"):
+        reader.from_node(node)
 
 
-def test_train_skill_rejects_a_bad_start_grasp_before_any_work(capsys, tmp_path):
-    line = one_line_exit_2(capsys, train_skill_main, ["--skill", "place", "--out", str(tmp_path / "run"),
-                                                      "skill.start_grasp.max_tilt=3"])
-    assert "skill.start_grasp.max_tilt" in line
+@pytest.mark.parametrize("skill, override", [("place", "skill.start_grasp.max_tilt=3"), ("pick", "skill.start_arm.prob=2")])
+def test_train_skill_rejects_a_bad_start_pose_before_any_work(capsys, tmp_path, skill, override):
+    line = one_line_exit_2(capsys, train_skill_main, ["--skill", skill, "--out", str(tmp_path / "run"), override])
+    assert override.split("=")[0] in line
     assert not (tmp_path / "run" / "episodes").exists()
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rearrange.episodes import Episode
+from rearrange.grasp_pose import ArmStartNoise, perturb_arm
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, ContainerExit, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
@@ -28,6 +29,9 @@ from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
+
+
+ARM_START_MAX_PENETRATION = 0.002  # m: a varied start arm may touch the scene, not sink into it
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class PickTask(SkillTask):
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         super().__init__(cfg)
         self.block_release = bool(cfg["block_release"])
+        self.arm_noise = ArmStartNoise.from_node(cfg.get("start_arm"))
         self.reward_cfg = read_config(PickReward, cfg["reward"])
         self.success_cfg = read_config(PickSuccess, cfg["success"])
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
@@ -73,6 +78,10 @@ class PickTask(SkillTask):
         self.sensor_target = target_from_episode(episode)
         self.target = episode.targets[0].object
         self.grip_disabled = False
+        if self.arm_noise.prob > 0.0 and sim.grasped is None and rng.random() < self.arm_noise.prob:
+            # the arm off rest, as a place or a blocked arm reset leaves it in the HAB tasks (training only)
+            perturb_arm(sim, rng, self.arm_noise.max_offset, self.arm_noise.max_ee_shift,
+                        max_penetration=ARM_START_MAX_PENETRATION)
         self.prev_grasped = sim.grasped
         self.picked_once = False
         if self.force is not None:
