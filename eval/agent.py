@@ -170,7 +170,8 @@ class HabAgent:
                  settle_steps: int = 0, mode: str = "replan",
                  fixed_renavigate_after: Sequence[str] = ("open_cab",), reset_arm: str = "never",
                  reset_arm_max_steps: int = 50, retry_backoff: float = 0.0, release_guard: float = 0.0,
-                 reset_arm_stall_steps: int = 0, reset_arm_lift_first: bool = False) -> None:
+                 reset_arm_stall_steps: int = 0, reset_arm_lift_first: bool = False,
+                 retry_backoff_forward: bool = False) -> None:
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
         if mode not in AGENT_MODES:
@@ -191,6 +192,7 @@ class HabAgent:
         self.reset_arm_stall_steps = int(reset_arm_stall_steps)
         self.reset_arm_lift_first = bool(reset_arm_lift_first)
         self.retry_backoff = float(retry_backoff)
+        self.retry_backoff_forward = bool(retry_backoff_forward)
         self.release_guard = float(release_guard) if mode == "replan" else 0.0  # fixed: habitat's, unguarded
         # called as `on_skill_start(env, call, retry)` just before a skill call's first step (after its
         # arm reset and back-off), e.g. to save the states a skill starts from (eval/skill_starts.py)
@@ -435,8 +437,14 @@ class HabAgent:
             _, ended = self._step_env(env, action, run, record, observer, record.label)
             if ended:
                 return True
-            if float(np.linalg.norm(np.asarray(sim.base_xy) - start)) >= self.retry_backoff or sim.base_collided:
+            moved = float(np.linalg.norm(np.asarray(sim.base_xy) - start))
+            if moved >= self.retry_backoff:
                 break
+            if sim.base_collided:
+                if not (self.retry_backoff_forward and action[ACTION_SLICES["base"].start] < 0 and moved < 0.01):
+                    break
+                # `retry_backoff_forward`: wedged from behind (a nav that reversed into furniture): drive forward
+                action[ACTION_SLICES["base"].start] = 1.0
         return False
 
     def _wait(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, steps: int) -> bool:

@@ -46,7 +46,7 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
         value = agent_cfg.get(key, "never")
         if value not in RESET_ARM_CHOICES:
             raise ConfigError(unknown_choice(f"agent.{key}", str(value), RESET_ARM_CHOICES))
-    for key in ("deterministic", "sample_retries", "reset_arm_lift_first"):
+    for key in ("deterministic", "sample_retries", "reset_arm_lift_first", "retry_backoff_forward"):
         if not isinstance(agent_cfg.get(key, False), bool):
             raise ConfigError(f"agent.{key} must be true or false; got {agent_cfg.get(key)!r}")
     for key in ("oracle_skills", "sampled_skills"):
@@ -109,4 +109,5 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
                     reset_arm_stall_steps=int(agent_cfg.get("reset_arm_stall_steps", 0)),
                     reset_arm_lift_first=bool(agent_cfg.get("reset_arm_lift_first", False)),
                     retry_backoff=float(agent_cfg.get("retry_backoff", 0.0)),
+                    retry_backoff_forward=bool(agent_cfg.get("retry_backoff_forward", False)),
                     release_guard=float(agent_cfg.get("release_guard", 0.0)))

@@ -321,6 +321,28 @@ def test_retry_resets_the_arm_again_after_the_back_off():
     assert calls[:2] == ["pick(obj_0)", "back_off"]  # the second call came after the back-off, found the arm at rest
 
 
+@pytest.mark.parametrize("forward", [False, True])
+def test_backoff_wedged_from_behind_drives_forward_when_asked(forward):
+    """The base with its back against the apartment's west wall: the back-off is blocked at once; with
+    agent.retry_backoff_forward it drives forward its 0.5 m instead, without it stays (as before)."""
+    env = _env("tidy_house", 900)
+    try:
+        env.reset()
+        sim = env.sim
+        motion, boxes = sim._base_motion, sim._obstacle_arrays()
+        (x0, y0), (_, y1) = sim.layout.bounds
+        x, y = next((xs[0], y) for y in np.arange(y0 + 0.5, y1 - 0.5, 0.25)
+                    if (xs := [x for x in np.arange(x0, x0 + 1.5, 0.002) if motion.penetration(np.array([x, y]), boxes) == 0.0])
+                    and motion.penetration(np.array([xs[0] + 0.7, y]), boxes) == 0.0)
+        sim.reset_state({}, {}, np.array([x, y]), 0.0)  # facing +x, the wall right behind
+        agent = HabAgent("oracle", OracleSkills({}), max_replans=0, retry_backoff=0.5, retry_backoff_forward=forward)
+        assert not agent._back_off(env, _EpisodeRun("e"), None)
+        moved = float(sim.base_xy[0] - x)
+    finally:
+        env.close()
+    assert (0.45 <= moved <= 0.7) if forward else abs(moved) < 0.01
+
+
 def test_reset_arm_setting_is_validated():
     from configs.compose import ConfigError
 
