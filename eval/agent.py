@@ -375,11 +375,11 @@ class HabAgent:
         if arm_rest_error(sim) < RESET_ARM_TOLERANCE:
             return False  # already at rest: nothing to run or record
         record = self._begin_primitive(env, run, "reset_arm", "reset_arm")
-        every = np.ones(len(sim.REST_ARM_QPOS), dtype=bool)
-        phases = [every]
+        joint = np.arange(len(ARM_JOINTS))
+        phases = [joint >= 0]  # every joint
         lift = ARM_JOINTS.index("shoulder_lift_joint")
         if self.reset_arm_lift_first and sim.arm_qpos[lift] - sim.REST_ARM_QPOS[lift] > RESET_ARM_TOLERANCE:
-            phases.insert(0, every & (np.arange(len(every)) == lift))  # positive shoulder_lift lowers the arm
+            phases.insert(0, joint == lift)  # the shoulder alone first (positive shoulder_lift lowers the arm)
         steps_left = self.reset_arm_max_steps
         for joints in phases:
             ended, outcome, steps_left = self._arm_toward_rest(env, run, record, observer, joints, steps_left)
@@ -430,8 +430,9 @@ class HabAgent:
         sim = env.sim
         record = self._begin_primitive(env, run, "back_off", "back_off")
         start = np.asarray(sim.base_xy, dtype=np.float64).copy()
+        lin = ACTION_SLICES["base"].start
         action = np.zeros(ACTION_DIM)
-        action[ACTION_SLICES["base"].start] = -1.0
+        action[lin] = -1.0
         max_steps = int(np.ceil(self.retry_backoff / float(sim.cfg["base"]["max_lin_per_step"]))) + 2
         for _ in range(max_steps):
             _, ended = self._step_env(env, action, run, record, observer, record.label)
@@ -441,10 +442,10 @@ class HabAgent:
             if moved >= self.retry_backoff:
                 break
             if sim.base_collided:
-                if not (self.retry_backoff_forward and action[ACTION_SLICES["base"].start] < 0 and moved < 0.01):
+                wedged_behind = action[lin] < 0 and moved < 0.01
+                if not (self.retry_backoff_forward and wedged_behind):
                     break
-                # `retry_backoff_forward`: wedged from behind (a nav that reversed into furniture): drive forward
-                action[ACTION_SLICES["base"].start] = 1.0
+                action[lin] = 1.0  # `retry_backoff_forward`: a nav reversed into furniture; drive forward instead
         return False
 
     def _wait(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, steps: int) -> bool:

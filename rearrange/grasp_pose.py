@@ -66,9 +66,9 @@ class GraspNoise:
     def from_node(cls, node: Mapping[str, Any] | None) -> GraspNoise:
         """Validated; ValueError naming the key and its valid range."""
         node = dict(node or {})
-        tilt = _bounded(node, "start_grasp", "max_tilt", 0.0, MAX_TILT, " rad")
-        lateral = _bounded(node, "start_grasp", "max_lateral", 0.0, MAX_LATERAL, " m")
-        arm = _bounded(node, "start_grasp", "max_arm_offset", 0.0, MAX_ARM_OFFSET, " rad")
+        tilt = _bounded(node, "start_grasp", "max_tilt", cls.max_tilt, MAX_TILT, " rad")
+        lateral = _bounded(node, "start_grasp", "max_lateral", cls.max_lateral, MAX_LATERAL, " m")
+        arm = _bounded(node, "start_grasp", "max_arm_offset", cls.max_arm_offset, MAX_ARM_OFFSET, " rad")
         return cls(max_tilt=tilt, max_lateral=lateral, max_arm_offset=arm)
 
 
@@ -101,9 +101,9 @@ class ArmStartNoise:
     def from_node(cls, node: Mapping[str, Any] | None) -> ArmStartNoise:
         """Validated; ValueError naming the key and its valid range."""
         node = dict(node or {})
-        prob = _bounded(node, "start_arm", "prob", 0.0, 1.0, "")
-        offset = _bounded(node, "start_arm", "max_offset", 0.0, MAX_ARM_OFFSET, " rad")
-        shift = _bounded(node, "start_arm", "max_ee_shift", 0.3, MAX_EE_SHIFT, " m", open_low=True)
+        prob = _bounded(node, "start_arm", "prob", cls.prob, 1.0, "")
+        offset = _bounded(node, "start_arm", "max_offset", cls.max_offset, MAX_ARM_OFFSET, " rad")
+        shift = _bounded(node, "start_arm", "max_ee_shift", cls.max_ee_shift, MAX_EE_SHIFT, " m", open_low=True)
         return cls(prob=prob, max_offset=offset, max_ee_shift=shift)
 
 
