@@ -13,8 +13,10 @@ before retries only (`retries`) or before every skill but the first (`between`, 
 fixed mode reads `agent.fixed_reset_arm`), ending early when furniture blocks it (`reset_arm_stall_steps`),
 and with `agent.retry_backoff` a retry backs the base away first (ours); with `agent.release_guard` a
 place may not let go of its object far from the goal (ours: a dropped object often lands where no pick
-reaches it). When the plan is exhausted, the agent first stands still for `agent.settle_steps` steps
-(habitat's fixed policy appends wait(30); a placed fruit may still be rolling), then calls stop if the
+reaches it); with `agent.nav_unstick_steps` a nav that pins its base against furniture is driven out
+of the wedge inside the same call (ours; these scripted motions are eval/agent_motions.py). When the
+plan is exhausted, the agent first stands still for `agent.settle_steps` steps (habitat's fixed policy
+appends wait(30); a placed fruit may still be rolling), then calls stop if the
 goal holds (habitat: the high-level policy ends the episode); if the goal does not hold it re-plans too.
 
 Modes (`AGENT_MODES`, config `agent.mode`): the above is `replan`, the default. `fixed` is
@@ -48,6 +50,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from eval.agent_config import AGENT_MODES, AGENT_TYPES, RESET_ARM_CHOICES
+from eval.agent_motions import (
+    RESET_ARM_TOLERANCE,
+    WedgeWatch,
+    arm_rest_error,
+    arm_toward_rest,
+    drive_straight,
+)
 from eval.metrics import EpisodeRecord
 from eval.oracle_controllers import SkillController
 from eval.skill_library import CheckpointMissing
@@ -65,8 +74,6 @@ from skills.definitions import SkillDef, SkillMonitor
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
 
-RESET_ARM_TOLERANCE = 0.05  # rad: habitat's ResetArmSkill ends when every joint is this close to rest
-RESET_ARM_STALL_PROGRESS = 0.01  # rad: less progress than this over `reset_arm_stall_steps` steps ends a reset
 STOP = ACTION_SLICES["stop"].start
 GRIP = ACTION_SLICES["grip"].start
 # what the termination predicates read (skills.definitions); computed every step for every agent
@@ -82,11 +89,6 @@ def sensor_target(target: SkillTarget) -> SensorTarget:
         handle=target.handle,
         nav_goal=None if target.nav_goal is None else np.asarray(target.nav_goal, dtype=np.float64),
     )
-
-
-def arm_rest_error(sim: RearrangeSim) -> float:
-    """The largest joint distance (rad) of the arm from its resting joints."""
-    return float(np.max(np.abs(np.asarray(sim.REST_ARM_QPOS, dtype=np.float64) - sim.arm_qpos)))
 
 
 def call_label(call: SkillCall) -> str:
@@ -119,6 +121,7 @@ class SkillRun:
     outcome: str  # "done" | "timeout" | "episode_end" | "stalled" (a reset_arm the furniture blocked)
     effects_hold: bool
     blocked_releases: int = 0  # steps whose release the agent turned into a hold (`agent.release_guard`)
+    unsticks: int = 0  # drives that freed a wedged nav during this call (`agent.nav_unstick_steps`)
 
 
 @dataclass
@@ -151,6 +154,7 @@ class EpisodeOutcome:
         d.update({"failed_call": None if self.success else self.failed_call, "end_reason": self.end_reason,
                   "skill_calls": [f"{r.label}:{r.outcome}:{r.steps}{'' if r.effects_hold else ':failed'}"
                                   f"{f':held{r.blocked_releases}' if r.blocked_releases else ''}"
+                                  f"{f':unstuck{r.unsticks}' if r.unsticks else ''}"
                                   for r in self.skill_runs]})
         return d
 
@@ -171,7 +175,8 @@ class HabAgent:
                  fixed_renavigate_after: Sequence[str] = ("open_cab",), reset_arm: str = "never",
                  reset_arm_max_steps: int = 50, retry_backoff: float = 0.0, release_guard: float = 0.0,
                  reset_arm_stall_steps: int = 0, reset_arm_lift_first: bool = False,
-                 retry_backoff_forward: bool = False) -> None:
+                 retry_backoff_forward: bool = False, nav_unstick_steps: int = 0,
+                 nav_unstick_distance: float = 0.5) -> None:
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
         if mode not in AGENT_MODES:
@@ -193,6 +198,8 @@ class HabAgent:
         self.reset_arm_lift_first = bool(reset_arm_lift_first)
         self.retry_backoff = float(retry_backoff)
         self.retry_backoff_forward = bool(retry_backoff_forward)
+        self.nav_unstick_steps = int(nav_unstick_steps) if mode == "replan" else 0  # fixed: habitat's nav as is
+        self.nav_unstick_distance = float(nav_unstick_distance)
         self.release_guard = float(release_guard) if mode == "replan" else 0.0  # fixed: habitat's, unguarded
         # called as `on_skill_start(env, call, retry)` just before a skill call's first step (after its
         # arm reset and back-off), e.g. to save the states a skill starts from (eval/skill_starts.py)
@@ -328,6 +335,7 @@ class HabAgent:
         monitor.reset(obs)
         record = SkillRun(label=label, skill=call.skill, steps=0, outcome="timeout", effects_hold=False)
         run.skill_runs.append(record)
+        watch = WedgeWatch(self.nav_unstick_steps) if call.skill == "nav" and self.nav_unstick_steps > 0 else None
         while True:
             full = controller.act(sim, obs)
             skill_action = full.copy()
@@ -344,6 +352,18 @@ class HabAgent:
             if done:
                 record.outcome = "timeout" if timed_out else "done"
                 return False
+            if watch is not None and (away := watch.step(sim, full)) != 0.0:
+                # `agent.nav_unstick_steps`: drive out of the wedge (its steps count towards the call's
+                # timeout), then the policy goes on as on a retry (sampled with `sample_retries`)
+                before = record.steps
+                if drive_straight(sim, self._stepper(env, run, record, observer), away, self.nav_unstick_distance,
+                                  slide=True):
+                    return True
+                monitor.spend(record.steps - before)
+                record.unsticks += 1
+                controller.start(sim, target, retry=True)
+                obs = dict(observe(sim, target, keys))
+                watch.clear()
 
     def _blocks_release(self, call: SkillCall, sim: RearrangeSim, action: np.ndarray) -> bool:
         """`agent.release_guard`: a place call's release of its object further than that from the goal is
@@ -381,38 +401,13 @@ class HabAgent:
         if self.reset_arm_lift_first and sim.arm_qpos[lift] - sim.REST_ARM_QPOS[lift] > RESET_ARM_TOLERANCE:
             phases.insert(0, joint == lift)  # the shoulder alone first (positive shoulder_lift lowers the arm)
         steps_left = self.reset_arm_max_steps
+        step = self._stepper(env, run, record, observer)
         for joints in phases:
-            ended, outcome, steps_left = self._arm_toward_rest(env, run, record, observer, joints, steps_left)
+            ended, outcome, steps_left = arm_toward_rest(sim, step, joints, steps_left, self.reset_arm_stall_steps)
             if ended:
                 return True
         record.outcome = outcome
         return False
-
-    def _arm_toward_rest(self, env: Any, run: _EpisodeRun, record: SkillRun, observer: StepObserver | None,
-                         joints: np.ndarray, max_steps: int) -> tuple[bool, str, int]:
-        """Drive the `joints` (mask) toward rest, the others still; (episode ended, "done" | "stalled" |
-        "timeout", steps left of `max_steps`)."""
-        sim = env.sim
-        rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
-        step_rad = float(sim.cfg["arm"]["delta_per_step"])
-        stall = self.reset_arm_stall_steps
-
-        def error() -> float:
-            return float(np.max(np.abs(rest - sim.arm_qpos)[joints]))
-
-        errors = [error()]
-        while max_steps > 0 and errors[-1] >= RESET_ARM_TOLERANCE:
-            if stall > 0 and len(errors) > stall and errors[-1 - stall] - errors[-1] < RESET_ARM_STALL_PROGRESS:
-                return False, "stalled", max_steps
-            action = np.zeros(ACTION_DIM)
-            arm = np.where(joints, rest - sim.arm_qpos, 0.0) / step_rad
-            action[ACTION_SLICES["arm"]] = arm / max(1.0, float(np.max(np.abs(arm))))
-            _, ended = self._step_env(env, action, run, record, observer, record.label)
-            max_steps -= 1
-            if ended:
-                return True, "episode_end", max_steps
-            errors.append(error())
-        return False, ("done" if errors[-1] < RESET_ARM_TOLERANCE else "timeout"), max_steps
 
     def _wants_backoff(self, run: _EpisodeRun, retry: bool) -> bool:
         """`agent.retry_backoff` > 0: before a retried call, unless it follows a nav that arrived
@@ -425,28 +420,12 @@ class HabAgent:
 
     def _back_off(self, env: Any, run: _EpisodeRun, observer: StepObserver | None) -> bool:
         """Before a retry (not right after a nav): drive straight back `retry_backoff` metres (full
-        reverse command, arm still, grasp kept; stops early when the base is blocked), so the retry
-        does not start from the pose the failed call got stuck in. True if the episode ended."""
-        sim = env.sim
+        reverse command, arm still, grasp kept; stops early when the base is blocked, or turns forward
+        with `retry_backoff_forward`), so the retry does not start from the pose the failed call got stuck
+        in. True if the episode ended."""
         record = self._begin_primitive(env, run, "back_off", "back_off")
-        start = np.asarray(sim.base_xy, dtype=np.float64).copy()
-        lin = ACTION_SLICES["base"].start
-        action = np.zeros(ACTION_DIM)
-        action[lin] = -1.0
-        max_steps = int(np.ceil(self.retry_backoff / float(sim.cfg["base"]["max_lin_per_step"]))) + 2
-        for _ in range(max_steps):
-            _, ended = self._step_env(env, action, run, record, observer, record.label)
-            if ended:
-                return True
-            moved = float(np.linalg.norm(np.asarray(sim.base_xy) - start))
-            if moved >= self.retry_backoff:
-                break
-            if sim.base_collided:
-                wedged_behind = action[lin] < 0 and moved < 0.01
-                if not (self.retry_backoff_forward and wedged_behind):
-                    break
-                action[lin] = 1.0  # `retry_backoff_forward`: a nav reversed into furniture; drive forward instead
-        return False
+        return drive_straight(env.sim, self._stepper(env, run, record, observer), -1.0, self.retry_backoff,
+                              turn_when_wedged=self.retry_backoff_forward)
 
     def _wait(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, steps: int) -> bool:
         """Stand still (arm, base, grasp unchanged) for `steps` steps so that placed objects come to
@@ -486,6 +465,11 @@ class HabAgent:
             run.failed = run.active
             return obs, True
         return obs, False
+
+    def _stepper(self, env: Any, run: _EpisodeRun, record: SkillRun,
+                 observer: StepObserver | None) -> Callable[[np.ndarray], bool]:
+        """`step(action) -> episode ended` for a scripted motion (eval/agent_motions.py), recorded as `record`."""
+        return lambda action: self._step_env(env, action, run, record, observer, record.label)[1]
 
     def _finish(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, call_stop: bool) -> EpisodeOutcome:
         success = False

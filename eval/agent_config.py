@@ -32,13 +32,16 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     if mode not in AGENT_MODES:
         raise ConfigError(unknown_choice("agent.mode", str(mode), AGENT_MODES))
     for key, default in (("max_replans", None), ("settle_steps", None), ("reset_arm_max_steps", 50),
-                         ("reset_arm_stall_steps", 0)):
+                         ("reset_arm_stall_steps", 0), ("nav_unstick_steps", 0)):
         value = agent_cfg.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
     backoff = agent_cfg.get("retry_backoff", 0.0)
     if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not 0.0 <= backoff <= 2.0:
         raise ConfigError(f"agent.retry_backoff must be a number of metres in [0, 2]; got {backoff!r}")
+    unstick = agent_cfg.get("nav_unstick_distance", 0.5)
+    if isinstance(unstick, bool) or not isinstance(unstick, (int, float)) or not 0.0 < unstick <= 2.0:
+        raise ConfigError(f"agent.nav_unstick_distance must be a number of metres in (0, 2]; got {unstick!r}")
     guard = agent_cfg.get("release_guard", 0.0)
     if isinstance(guard, bool) or not isinstance(guard, (int, float)) or not 0.0 <= guard <= 2.0:
         raise ConfigError(f"agent.release_guard must be a number of metres in [0, 2] (0: off); got {guard!r}")
@@ -110,4 +113,6 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
                     reset_arm_lift_first=bool(agent_cfg.get("reset_arm_lift_first", False)),
                     retry_backoff=float(agent_cfg.get("retry_backoff", 0.0)),
                     retry_backoff_forward=bool(agent_cfg.get("retry_backoff_forward", False)),
+                    nav_unstick_steps=int(agent_cfg.get("nav_unstick_steps", 0)),
+                    nav_unstick_distance=float(agent_cfg.get("nav_unstick_distance", 0.5)),
                     release_guard=float(agent_cfg.get("release_guard", 0.0)))

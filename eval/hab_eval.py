@@ -358,6 +358,11 @@ def skill_call_summary(outcomes: Sequence[Any]) -> dict[str, dict[str, Any]]:
                 part["succeeded"] += 1
             else:
                 part["failed_by"][run.outcome] = part["failed_by"].get(run.outcome, 0) + 1
+            if run.unsticks:  # a nav the agent drove out of a wedge (`agent.nav_unstick_steps`)
+                unstuck = part.setdefault("unstuck", {"calls": 0, "succeeded": 0, "drives": 0})
+                unstuck["calls"] += 1
+                unstuck["succeeded"] += int(run.effects_hold)
+                unstuck["drives"] += run.unsticks
     return dict(sorted(out.items()))
 
 

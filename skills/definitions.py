@@ -215,6 +215,11 @@ class SkillMonitor:
         m["left_start_zone"] = self.left_start_zone
         return m
 
+    def spend(self, steps: int) -> None:
+        """Count `steps` the agent ran for this skill without its actions (eval-hab's nav unstick drive)
+        towards its timeout; the next `step` ends the skill if they used the time up."""
+        self.steps += int(steps)
+
     def step(self, obs: Measures, action: Sequence[float] | np.ndarray) -> tuple[bool, bool]:
         self.steps += 1
         if self.skill.should_terminate(self.measures(obs, action)):

@@ -170,6 +170,21 @@ def test_skill_call_summary_separates_first_tries_from_repeats():
     assert summary["pick"]["first"] == {"calls": 3, "succeeded": 2, "failed_by": {"timeout": 1}}
     assert summary["pick"]["retry"] == {"calls": 2, "succeeded": 1, "failed_by": {"timeout": 1}}
     assert summary["nav"]["first"]["calls"] == 1 and summary["nav"]["retry"]["calls"] == 0
+    assert "unstuck" not in summary["nav"]["first"]  # no nav was driven out of a wedge
+
+
+def test_skill_call_summary_counts_the_navs_driven_out_of_a_wedge():
+    from types import SimpleNamespace
+
+    from eval.agent import SkillRun
+    from eval.hab_eval import skill_call_summary
+
+    runs = [SkillRun(label="nav(a)", skill="nav", steps=400, outcome="timeout", effects_hold=False, unsticks=3),
+            SkillRun(label="nav(b)", skill="nav", steps=90, outcome="done", effects_hold=True, unsticks=1),
+            SkillRun(label="nav(c)", skill="nav", steps=50, outcome="done", effects_hold=True)]
+    summary = skill_call_summary([SimpleNamespace(skill_runs=runs)])
+    assert summary["nav"]["first"]["unstuck"] == {"calls": 2, "succeeded": 1, "drives": 4}
+    assert summary["nav"]["first"]["calls"] == 3
 
 
 def test_an_episode_file_records_its_own_split(tmp_path):

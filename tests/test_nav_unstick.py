@@ -1,0 +1,111 @@
+"""eval-hab's nav unstick (`agent.nav_unstick_steps`): a nav that pins its base against furniture is driven
+out of the wedge inside the same call, its steps counted towards nav's timeout, then goes on as a retry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from agent_doubles import FirstCallReplaced, Idle
+
+from eval.agent import HabAgent, WedgeWatch
+from eval.agent_config import check_agent_config, make_agent
+from rearrange.env import RearrangeEnv
+from rearrange.generate import generate_episodes
+from rearrange.tasks.hab import HabTask, load_hab_config
+
+NAV_TIMEOUT = 400  # configs/skill/nav.yaml hab.timeout
+
+
+class _Reverser(Idle):
+    """A nav that commands full reverse on every step and never stops (the shipped nav's habit, blind to
+    what is behind it); records each start's retry flag and base position."""
+
+    def __init__(self, skill):
+        super().__init__(skill)
+        self.starts: list[tuple[bool, np.ndarray]] = []
+
+    def start(self, sim, target, retry=False):
+        if not self.starts:
+            self.heading = np.array([np.cos(sim.base_yaw), np.sin(sim.base_yaw)])
+        self.starts.append((retry, np.asarray(sim.base_xy, dtype=np.float64).copy()))
+
+    def act(self, sim, obs):
+        action = np.zeros(11)
+        action[8] = -1.0  # base linear: full reverse
+        return action
+
+
+def _run_first_nav(unstick_steps: int) -> tuple[object, _Reverser]:
+    cfg = load_hab_config(["hab_task.max_steps=600"])
+    env = RearrangeEnv(HabTask("tidy_house", cfg, obs_keys=()), generate_episodes("tidy_house", "val", 1, 0),
+                       episode_order="cycle")
+    reversers: list[_Reverser] = []
+
+    def replace(oracle):
+        reversers.append(_Reverser(oracle.skill))
+        return reversers[-1]
+
+    try:
+        agent = HabAgent("oracle", FirstCallReplaced("nav", replace), max_replans=0, nav_unstick_steps=unstick_steps)
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    return out.skill_runs[0], reversers[0]
+
+
+@pytest.mark.parametrize("unstick_steps", [0, 10])
+def test_a_nav_wedged_in_reverse_is_driven_out_within_its_timeout(unstick_steps):
+    nav, reverser = _run_first_nav(unstick_steps)
+    heading = reverser.heading
+    assert nav.label == "nav(obj_0)" and nav.outcome == "timeout" and not nav.effects_hold
+    assert nav.steps == NAV_TIMEOUT  # the unstick drives count towards the call's 400 steps
+    if unstick_steps == 0:
+        assert nav.unsticks == 0 and len(reverser.starts) == 1
+        return
+    assert nav.unsticks >= 1
+    assert len(reverser.starts) == 1 + nav.unsticks
+    assert [retry for retry, _ in reverser.starts] == [False] + [True] * nav.unsticks  # goes on as a retry
+    # the first drive went forward (the episode starts with the base's back against a wall in a corner),
+    # sliding along the wall until the corner stopped it
+    first, after = reverser.starts[0][1], reverser.starts[1][1]
+    assert float(np.linalg.norm(after - first)) > 0.15 and float(np.dot(after - first, heading)) > 0.05
+
+
+class _Sim:
+    def __init__(self):
+        self.base_xy = np.zeros(2)
+        self.base_collided = False
+
+
+def test_wedge_watch_fires_only_blocked_and_still_and_drives_against_the_command():
+    sim, watch = _Sim(), WedgeWatch(5)
+    forward = np.zeros(11)
+    forward[8] = 0.8
+    for _ in range(5):
+        assert watch.step(sim, forward) == 0.0  # not yet 5 steps of history
+    assert watch.step(sim, forward) == 0.0  # still, but not blocked
+    sim.base_collided = True
+    assert watch.step(sim, forward) == -1.0  # pinned while driving forward: back out
+    watch.clear()
+    backward = -forward
+    for i in range(6):
+        sim.base_xy = np.array([0.01 * i, 0.0])  # 5 cm over the window: moving, not wedged
+        assert watch.step(sim, backward) == 0.0
+    for _ in range(6):
+        result = watch.step(sim, backward)
+    assert result == 1.0  # pinned while reversing: drive forward
+
+
+def test_nav_unstick_settings_are_validated_and_reach_the_agent():
+    from configs.compose import ConfigError, compose, to_plain
+
+    cfg = {"max_replans": 0, "settle_steps": 0, "deterministic": True}
+    with pytest.raises(ConfigError, match="agent.nav_unstick_steps must be an integer >= 0"):
+        check_agent_config({**cfg, "nav_unstick_steps": -1})
+    with pytest.raises(ConfigError, match=r"agent.nav_unstick_distance must be a number of metres in \(0, 2\]"):
+        check_agent_config({**cfg, "nav_unstick_distance": 0})
+    plain = to_plain(compose("eval_hab", ["agent.nav_unstick_steps=15", "agent.nav_unstick_distance=0.3"]))
+    agent = make_agent("oracle", plain["agent"])
+    assert (agent.nav_unstick_steps, agent.nav_unstick_distance) == (15, 0.3)
+    fixed = make_agent("oracle", {**plain["agent"], "mode": "fixed"})
+    assert fixed.nav_unstick_steps == 0  # habitat's fixed plan runs nav as it is
