@@ -49,6 +49,7 @@ EXAMPLES = """examples:
   eval-hab --scenario tidy_house --agent tp-srl 'agent.oracle_skills=[nav,place]'   # learned pick only
   eval-hab --scenario tidy_house --agent tp-srl --mode fixed agent.fixed_reset_arm=between   # habitat's add_arm_rest
   eval-hab --scenario set_table --agent tp-srl agent.release_guard=0   # let a place drop its object anywhere
+  eval-hab --scenario tidy_house --agent tp-srl agent.nav_unstick_steps=0   # leave a wedged nav pinned
 
 checkpoints of the learned agents (tp-srl, tp-srl-nonav), per skill: agent.checkpoints.<skill>=PATH (a .pt
 file or a train-skill run folder), else from --checkpoint-dir DIR: DIR/<skill>.pt or the newest
@@ -397,6 +398,10 @@ def print_summary(result: Mapping[str, Any], out_dir: Path) -> None:
         print("skill calls succeeded (first try; repeated): " + ", ".join(
             f"{name} {c['first']['succeeded']}/{c['first']['calls']}; {c['retry']['succeeded']}/{c['retry']['calls']}"
             for name, c in calls.items()))
+    unstuck = [part["unstuck"] for part in (calls.get("nav") or {}).values() if "unstuck" in part]
+    if unstuck:
+        print(f"nav calls driven out of a wedge (agent.nav_unstick_steps): {sum(u['calls'] for u in unstuck)}, "
+              f"{sum(u['succeeded'] for u in unstuck)} of them succeeded")
     steps = result["measures"].get("steps")
     replans = result["measures"].get("num_replans")
     if steps and replans:

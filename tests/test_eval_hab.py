@@ -187,6 +187,19 @@ def test_skill_call_summary_counts_the_navs_driven_out_of_a_wedge():
     assert summary["nav"]["first"]["calls"] == 3
 
 
+def test_the_summary_names_the_navs_driven_out_of_a_wedge(capsys, tmp_path):
+    from eval.hab_eval import print_summary
+
+    interval = {"mean": 0.0, "ci_low": 0.0, "ci_high": 0.0}
+    nav = {"first": {"calls": 3, "succeeded": 2, "failed_by": {}, "unstuck": {"calls": 2, "succeeded": 1, "drives": 4}},
+           "retry": {"calls": 1, "succeeded": 1, "failed_by": {}, "unstuck": {"calls": 1, "succeeded": 1, "drives": 1}}}
+    result = {"scenario": "tidy_house", "agent": "tp-srl", "mode": "replan", "num_episodes": 1, "success": interval,
+              "stage_success": {"pick_0": interval}, "failed_skill": {}, "skill_calls": {"nav": nav},
+              "measures": {}}
+    print_summary(result, tmp_path)
+    assert "nav calls driven out of a wedge (agent.nav_unstick_steps): 3, 2 of them succeeded" in capsys.readouterr().out
+
+
 def test_an_episode_file_records_its_own_split(tmp_path):
     """--episodes-file with train episodes: results.json says split 'train' (it wrote the default 'val')."""
     from rearrange.episodes import save_episodes
