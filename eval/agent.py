@@ -52,6 +52,7 @@ import numpy as np
 from eval.agent_config import AGENT_MODES, AGENT_TYPES, RESET_ARM_CHOICES
 from eval.agent_motions import (
     RESET_ARM_TOLERANCE,
+    StepFn,
     WedgeWatch,
     arm_rest_error,
     arm_toward_rest,
@@ -467,7 +468,7 @@ class HabAgent:
         return obs, False
 
     def _stepper(self, env: Any, run: _EpisodeRun, record: SkillRun,
-                 observer: StepObserver | None) -> Callable[[np.ndarray], bool]:
+                 observer: StepObserver | None) -> StepFn:
         """`step(action) -> episode ended` for a scripted motion (eval/agent_motions.py), recorded as `record`."""
         return lambda action: self._step_env(env, action, run, record, observer, record.label)[1]
 
