@@ -36,15 +36,13 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
         value = agent_cfg.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
-    backoff = agent_cfg.get("retry_backoff", 0.0)
-    if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not 0.0 <= backoff <= 2.0:
-        raise ConfigError(f"agent.retry_backoff must be a number of metres in [0, 2]; got {backoff!r}")
-    unstick = agent_cfg.get("nav_unstick_distance", 0.5)
-    if isinstance(unstick, bool) or not isinstance(unstick, (int, float)) or not 0.0 < unstick <= 2.0:
-        raise ConfigError(f"agent.nav_unstick_distance must be a number of metres in (0, 2]; got {unstick!r}")
-    guard = agent_cfg.get("release_guard", 0.0)
-    if isinstance(guard, bool) or not isinstance(guard, (int, float)) or not 0.0 <= guard <= 2.0:
-        raise ConfigError(f"agent.release_guard must be a number of metres in [0, 2] (0: off); got {guard!r}")
+    for key, default, zero_ok, note in (("retry_backoff", 0.0, True, ""), ("nav_unstick_distance", 0.5, False, ""),
+                                        ("release_guard", 0.0, True, " (0: off)")):
+        value = agent_cfg.get(key, default)
+        number = not isinstance(value, bool) and isinstance(value, (int, float))
+        if not number or not (0.0 <= value <= 2.0 if zero_ok else 0.0 < value <= 2.0):
+            span = "[0, 2]" if zero_ok else "(0, 2]"
+            raise ConfigError(f"agent.{key} must be a number of metres in {span}{note}; got {value!r}")
     for key in ("reset_arm", "fixed_reset_arm"):
         value = agent_cfg.get(key, "never")
         if value not in RESET_ARM_CHOICES:
