@@ -13,7 +13,9 @@ before retries only (`retries`) or before every skill but the first (`between`, 
 fixed mode reads `agent.fixed_reset_arm`), ending early when furniture blocks it (`reset_arm_stall_steps`),
 and with `agent.retry_backoff` a retry backs the base away first (ours); with `agent.release_guard` a
 place may not let go of its object far from the goal (ours: a dropped object often lands where no pick
-reaches it); with `agent.nav_unstick_steps` a nav that pins its base against furniture is driven out
+reaches it), with `agent.release_settle_steps` not while the object still swings, and with
+`agent.pick_push_guard` a pick that pushes its target along ends before the target goes over an edge
+(ours, eval/call_guards.py); with `agent.nav_unstick_steps` a nav that pins its base against furniture is driven out
 of the wedge inside the same call (ours; these scripted motions are eval/agent_motions.py). When the
 plan is exhausted, the agent first stands still for `agent.settle_steps` steps (habitat's fixed policy
 appends wait(30); a placed fruit may still be rolling), then calls stop if the
@@ -44,8 +46,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,9 @@ from eval.agent_motions import (
     arm_toward_rest,
     drive_straight,
 )
-from eval.metrics import EpisodeRecord
+from eval.call_guards import PushGuard, ReleaseGate
+from eval.episode_outcome import EpisodeOutcome, EpisodeRun, SkillRun
+from eval.floor_watch import FloorWatch
 from eval.oracle_controllers import SkillController
 from eval.skill_library import CheckpointMissing
 from planner.fixed_plan import fixed_steps, renavigate_after, without_robot_at
@@ -72,11 +75,7 @@ from rearrange.sensors import SensorTarget, observe
 from rearrange.tasks.skill_tasks import load_skill_config
 from skills.definitions import SkillDef, SkillMonitor
 
-if TYPE_CHECKING:
-    from rearrange.sim import RearrangeSim
-
 STOP = ACTION_SLICES["stop"].start
-GRIP = ACTION_SLICES["grip"].start
 # what the termination predicates read (skills.definitions); computed every step for every agent
 MONITOR_KEYS = ("is_holding", "relative_resting_position")
 UNCHECKED_EFFECTS = ("in",)
@@ -109,57 +108,6 @@ def grip_disabled(skill: SkillDef) -> bool:
     return bool(art.get("disable_grip", False))
 
 
-# ----------------------------------------------------------------------------- episode results
-
-
-@dataclass
-class SkillRun:
-    """One skill call of an episode."""
-
-    label: str
-    skill: str
-    steps: int
-    outcome: str  # "done" | "timeout" | "episode_end" | "stalled" (a reset_arm the furniture blocked)
-    effects_hold: bool
-    blocked_releases: int = 0  # steps whose release the agent turned into a hold (`agent.release_guard`)
-    unsticks: int = 0  # drives that freed a wedged nav during this call (`agent.nav_unstick_steps`)
-
-
-@dataclass
-class EpisodeOutcome:
-    """What one HAB episode produced."""
-
-    episode_id: str
-    success: bool
-    stages: dict[str, bool]
-    failed_skill: str | None  # skill name of the failed call (histogram key)
-    failed_call: str | None  # e.g. "pick(obj_3)"
-    num_replans: int
-    steps: int
-    reward: float
-    end_reason: str  # "stop" | "truncated" | "force" | "planner" | "replans_exhausted"
-    skill_runs: list[SkillRun] = field(default_factory=list)
-
-    def to_record(self) -> EpisodeRecord:
-        return EpisodeRecord(
-            episode_id=self.episode_id,
-            success=self.success,
-            stages=dict(self.stages),
-            failed_skill=None if self.success else self.failed_skill,
-            measures={"steps": float(self.steps), "num_replans": float(self.num_replans),
-                      "reward": float(self.reward), "num_skill_calls": float(len(self.skill_runs))},
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        d = self.to_record().to_dict()
-        d.update({"failed_call": None if self.success else self.failed_call, "end_reason": self.end_reason,
-                  "skill_calls": [f"{r.label}:{r.outcome}:{r.steps}{'' if r.effects_hold else ':failed'}"
-                                  f"{f':held{r.blocked_releases}' if r.blocked_releases else ''}"
-                                  f"{f':unstuck{r.unsticks}' if r.unsticks else ''}"
-                                  for r in self.skill_runs]})
-        return d
-
-
 # what an observer sees after every env step (videos): the env, its info, the active call label
 StepObserver = Callable[[Any, Mapping[str, float], str], None]
 
@@ -177,7 +125,8 @@ class HabAgent:
                  reset_arm_max_steps: int = 50, retry_backoff: float = 0.0, release_guard: float = 0.0,
                  reset_arm_stall_steps: int = 0, reset_arm_lift_first: bool = False,
                  retry_backoff_forward: bool = False, nav_unstick_steps: int = 0,
-                 nav_unstick_distance: float = 0.5) -> None:
+                 nav_unstick_distance: float = 0.5, release_settle_steps: int = 0,
+                 release_settle_speed: float = 0.1, pick_push_guard: float = 0.0) -> None:
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
         if mode not in AGENT_MODES:
@@ -201,7 +150,9 @@ class HabAgent:
         self.retry_backoff_forward = bool(retry_backoff_forward)
         self.nav_unstick_steps = int(nav_unstick_steps) if mode == "replan" else 0  # fixed: habitat's nav as is
         self.nav_unstick_distance = float(nav_unstick_distance)
-        self.release_guard = float(release_guard) if mode == "replan" else 0.0  # fixed: habitat's, unguarded
+        self.release_gate = ReleaseGate(release_guard, release_settle_steps, release_settle_speed) \
+            if mode == "replan" else ReleaseGate()  # fixed: habitat's release, as the policy commands it
+        self.push_guard = PushGuard(pick_push_guard if mode == "replan" else 0.0)
         # called as `on_skill_start(env, call, retry)` just before a skill call's first step (after its
         # arm reset and back-off), e.g. to save the states a skill starts from (eval/skill_starts.py)
         self.on_skill_start: Callable[[Any, SkillCall, bool], None] | None = None
@@ -215,7 +166,7 @@ class HabAgent:
         env.reset(options={"episode_index": int(episode_index)})
         task, episode = env.task, env.current_episode
         problem = task.problem
-        run = _EpisodeRun(episode_id=str(episode.episode_id))
+        run = EpisodeRun(episode_id=str(episode.episode_id), floor=FloorWatch(t.object for t in episode.targets))
         try:
             planner = build_planner(problem, self.planner_cfg)
             plan = planner.plan()
@@ -256,7 +207,7 @@ class HabAgent:
                 believed = self._replanned_state(planner, observed)
         return self._finish(env, run, observer, call_stop=True)
 
-    def _run_fixed(self, env: Any, run: _EpisodeRun, planner: Any, plan: Sequence[GroundAction],
+    def _run_fixed(self, env: Any, run: EpisodeRun, planner: Any, plan: Sequence[GroundAction],
                    observer: StepObserver | None) -> EpisodeOutcome:
         """Fixed mode: every step of the initial plan in order, then the wait and the stop; effects
         are checked for the record only (the module docstring)."""
@@ -279,7 +230,7 @@ class HabAgent:
 
     # ------------------------------------------------------------------ pieces
 
-    def _replan(self, run: _EpisodeRun, planner: Any, observed: frozenset, queue: deque,
+    def _replan(self, run: EpisodeRun, planner: Any, observed: frozenset, queue: deque,
                 failed: tuple[str, str]) -> bool:
         """Re-plan from `observed` into `queue`; False when the budget is spent or no plan exists."""
         run.failed = failed
@@ -304,7 +255,7 @@ class HabAgent:
             observed = without_robot_at(observed)
         return planner.check_state(observed) | planner.static_facts
 
-    def _run_skill(self, env: Any, call: SkillCall, run: _EpisodeRun, observer: StepObserver | None) -> bool:
+    def _run_skill(self, env: Any, call: SkillCall, run: EpisodeRun, observer: StepObserver | None) -> bool:
         """Run one skill call; True if the episode ended during it (truncation, force limit, or a
         re-plan calling a learned skill that has no checkpoint: end reason `no_checkpoint`)."""
         label = call_label(call)
@@ -337,13 +288,19 @@ class HabAgent:
         record = SkillRun(label=label, skill=call.skill, steps=0, outcome="timeout", effects_hold=False)
         run.skill_runs.append(record)
         watch = WedgeWatch(self.nav_unstick_steps) if call.skill == "nav" and self.nav_unstick_steps > 0 else None
+        gate = self.release_gate if call.skill == "place" and self.release_gate.active else None
+        if gate is not None:
+            gate.start(sim, call.target.object, call.target.goal_pos)
+        push = self.push_guard if call.skill == "pick" and self.push_guard.active else None
+        if push is not None:
+            push.start(sim, call.target.object)
         while True:
             full = controller.act(sim, obs)
             skill_action = full.copy()
             full[STOP] = 0.0  # a skill's stop ends the skill, never the episode
-            if self._blocks_release(call, sim, full):
-                full[GRIP] = 1.0  # keep holding
-                record.blocked_releases += 1
+            if gate is not None and (verdict := gate.check(sim, full)) is not None:
+                record.blocked_releases += verdict == "held"
+                record.settles += verdict == "settled"
             env_obs, ended = self._step_env(env, full, run, record, observer, label)
             if ended:
                 return True
@@ -352,6 +309,9 @@ class HabAgent:
             done, timed_out = monitor.step(obs, _subset(skill, skill_action))
             if done:
                 record.outcome = "timeout" if timed_out else "done"
+                return False
+            if push is not None and push.pushed(sim):
+                record.outcome = "pushed"  # `agent.pick_push_guard`: ended before the target goes over an edge
                 return False
             if watch is not None and (away := watch.step(sim, full)) != 0.0:
                 # `agent.nav_unstick_steps`: drive out of the wedge (its steps count towards the call's
@@ -366,25 +326,14 @@ class HabAgent:
                 obs = dict(observe(sim, target, keys))
                 watch.clear()
 
-    def _blocks_release(self, call: SkillCall, sim: RearrangeSim, action: np.ndarray) -> bool:
-        """`agent.release_guard`: a place call's release of its object further than that from the goal is
-        turned into a hold (the object would fall where no pick reaches it; the call goes on, or times out
-        and is retried, still holding)."""
-        if self.release_guard <= 0.0 or call.skill != "place" or action[GRIP] >= 0.0:
-            return False
-        obj, goal = call.target.object, call.target.goal_pos
-        if obj is None or goal is None or sim.grasped != obj:
-            return False
-        return float(np.linalg.norm(np.asarray(sim.object_pos(obj)) - np.asarray(goal, dtype=np.float64))) > self.release_guard
-
-    def _wants_arm_reset(self, run: _EpisodeRun, retry: bool) -> bool:
+    def _wants_arm_reset(self, run: EpisodeRun, retry: bool) -> bool:
         """`agent.reset_arm`: before every skill but the episode's first (`between`, habitat's
         add_arm_rest), before a retried call (`retries`), or `never`."""
         if self.reset_arm == "between":
             return any(r.skill != "reset_arm" for r in run.skill_runs)
         return self.reset_arm == "retries" and retry
 
-    def _reset_arm_to_rest(self, env: Any, run: _EpisodeRun, observer: StepObserver | None) -> bool:
+    def _reset_arm_to_rest(self, env: Any, run: EpisodeRun, observer: StepObserver | None) -> bool:
         """habitat-lab's reset_arm skill: joint-space P control of the arm toward its resting joints
         (base still, grasp kept) until every joint is within RESET_ARM_TOLERANCE or
         `reset_arm_max_steps` steps; True if the episode ended meanwhile. Ours, both off by default:
@@ -410,7 +359,7 @@ class HabAgent:
         record.outcome = outcome
         return False
 
-    def _wants_backoff(self, run: _EpisodeRun, retry: bool) -> bool:
+    def _wants_backoff(self, run: EpisodeRun, retry: bool) -> bool:
         """`agent.retry_backoff` > 0: before a retried call, unless it follows a nav that arrived
         (the approach for this retry; an arm reset in between does not count). A nav that failed
         does not count either: its retry backs off too."""
@@ -419,7 +368,7 @@ class HabAgent:
         before = [r for r in run.skill_runs if r.skill != "reset_arm"]
         return not before or not (before[-1].skill == "nav" and before[-1].effects_hold)
 
-    def _back_off(self, env: Any, run: _EpisodeRun, observer: StepObserver | None) -> bool:
+    def _back_off(self, env: Any, run: EpisodeRun, observer: StepObserver | None) -> bool:
         """Before a retry (not right after a nav): drive straight back `retry_backoff` metres (full
         reverse command, arm still, grasp kept; stops early when the base is blocked, or turns forward
         with `retry_backoff_forward`), so the retry does not start from the pose the failed call got stuck
@@ -428,7 +377,7 @@ class HabAgent:
         return drive_straight(env.sim, self._stepper(env, run, record, observer), -1.0, self.retry_backoff,
                               turn_when_wedged=self.retry_backoff_forward)
 
-    def _wait(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, steps: int) -> bool:
+    def _wait(self, env: Any, run: EpisodeRun, observer: StepObserver | None, steps: int) -> bool:
         """Stand still (arm, base, grasp unchanged) for `steps` steps so that placed objects come to
         rest before the goal is checked (habitat's fixed policy appends wait(30)); True if the
         episode ended meanwhile."""
@@ -440,7 +389,7 @@ class HabAgent:
         return False
 
     @staticmethod
-    def _begin_primitive(env: Any, run: _EpisodeRun, skill: str, label: str) -> SkillRun:
+    def _begin_primitive(env: Any, run: EpisodeRun, skill: str, label: str) -> SkillRun:
         """Start a scripted step of the agent (wait, reset_arm, back_off): the active call, the grasp
         kept as it is, and its record (outcome "done" until it says otherwise)."""
         run.active = (skill, label)
@@ -450,7 +399,7 @@ class HabAgent:
         return record
 
     @staticmethod
-    def _step_env(env: Any, action: np.ndarray, run: _EpisodeRun, record: SkillRun,
+    def _step_env(env: Any, action: np.ndarray, run: EpisodeRun, record: SkillRun,
                   observer: StepObserver | None, label: str) -> tuple[dict, bool]:
         """One env step with the episode's and the skill run's bookkeeping; (obs, episode ended)."""
         obs, reward, terminated, truncated, info = env.step(action)
@@ -458,6 +407,8 @@ class HabAgent:
         run.reward += float(reward)
         run.info = info
         record.steps += 1
+        if run.floor is not None:
+            run.floor.step(env.sim, label)
         if observer is not None:
             observer(env, info, label)
         if terminated or truncated:
@@ -467,12 +418,12 @@ class HabAgent:
             return obs, True
         return obs, False
 
-    def _stepper(self, env: Any, run: _EpisodeRun, record: SkillRun,
+    def _stepper(self, env: Any, run: EpisodeRun, record: SkillRun,
                  observer: StepObserver | None) -> StepFn:
         """`step(action) -> episode ended` for a scripted motion (eval/agent_motions.py), recorded as `record`."""
         return lambda action: self._step_env(env, action, run, record, observer, record.label)[1]
 
-    def _finish(self, env: Any, run: _EpisodeRun, observer: StepObserver | None, call_stop: bool) -> EpisodeOutcome:
+    def _finish(self, env: Any, run: EpisodeRun, observer: StepObserver | None, call_stop: bool) -> EpisodeOutcome:
         success = False
         if call_stop:
             stop = np.zeros(ACTION_DIM)
@@ -497,23 +448,8 @@ class HabAgent:
             episode_id=run.episode_id, success=success, stages=stages,
             failed_skill=None if failed is None else failed[0], failed_call=None if failed is None else failed[1],
             num_replans=run.replans, steps=run.steps, reward=run.reward,
-            end_reason="stop" if success else run.end_reason or "stop", skill_runs=run.skill_runs)
-
-
-@dataclass
-class _EpisodeRun:
-    """Mutable bookkeeping of one episode."""
-
-    episode_id: str
-    steps: int = 0
-    reward: float = 0.0
-    replans: int = 0
-    info: Mapping[str, float] = field(default_factory=dict)
-    active: tuple[str, str] | None = None
-    failed: tuple[str, str] | None = None
-    first_failure: tuple[str, str] | None = None  # fixed mode: the first call whose effects did not hold
-    end_reason: str = ""
-    skill_runs: list[SkillRun] = field(default_factory=list)
+            end_reason="stop" if success else run.end_reason or "stop", skill_runs=run.skill_runs,
+            floor_drops=[] if run.floor is None else list(run.floor.drops))
 
 
 def _subset(skill: SkillDef, full: np.ndarray) -> np.ndarray:

@@ -32,17 +32,22 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     if mode not in AGENT_MODES:
         raise ConfigError(unknown_choice("agent.mode", str(mode), AGENT_MODES))
     for key, default in (("max_replans", None), ("settle_steps", None), ("reset_arm_max_steps", 50),
-                         ("reset_arm_stall_steps", 0), ("nav_unstick_steps", 0)):
+                         ("reset_arm_stall_steps", 0), ("nav_unstick_steps", 0),
+                         ("release_settle_steps", 0)):
         value = agent_cfg.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
     for key, default, zero_ok, note in (("retry_backoff", 0.0, True, ""), ("nav_unstick_distance", 0.5, False, ""),
-                                        ("release_guard", 0.0, True, " (0: off)")):
+                                        ("release_guard", 0.0, True, " (0: off)"),
+                                        ("pick_push_guard", 0.0, True, " (0: off)")):
         value = agent_cfg.get(key, default)
         number = not isinstance(value, bool) and isinstance(value, (int, float))
         if not number or not (0.0 <= value <= 2.0 if zero_ok else 0.0 < value <= 2.0):
             span = "[0, 2]" if zero_ok else "(0, 2]"
             raise ConfigError(f"agent.{key} must be a number of metres in {span}{note}; got {value!r}")
+    speed = agent_cfg.get("release_settle_speed", 0.1)
+    if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0.0 < speed <= 10.0:
+        raise ConfigError(f"agent.release_settle_speed must be a speed in m/s in (0, 10]; got {speed!r}")
     for key in ("reset_arm", "fixed_reset_arm"):
         value = agent_cfg.get(key, "never")
         if value not in RESET_ARM_CHOICES:
@@ -113,4 +118,7 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
                     retry_backoff_forward=bool(agent_cfg.get("retry_backoff_forward", False)),
                     nav_unstick_steps=int(agent_cfg.get("nav_unstick_steps", 0)),
                     nav_unstick_distance=float(agent_cfg.get("nav_unstick_distance", 0.5)),
-                    release_guard=float(agent_cfg.get("release_guard", 0.0)))
+                    release_guard=float(agent_cfg.get("release_guard", 0.0)),
+                    release_settle_steps=int(agent_cfg.get("release_settle_steps", 0)),
+                    release_settle_speed=float(agent_cfg.get("release_settle_speed", 0.1)),
+                    pick_push_guard=float(agent_cfg.get("pick_push_guard", 0.0)))

@@ -6,8 +6,9 @@ with a progress bar, and writes into the output folder:
 - `results.json`: full-task success with a 95% bootstrap CI, per-stage progressive success
   (ManiSkill-HAB's progressive completion; VER paper Fig. 6) with CIs, the rate each stage was
   reached at all, the failed-skill histogram, where episodes failed (`failed_subtask`: the first
-  stage not reached, ManiSkill-HAB's subtask_fail_counts), why they ended (`end_reasons`), mean
-  steps / replans / reward, and one row per episode (its skill calls, failed call, end reason);
+  stage not reached, ManiSkill-HAB's subtask_fail_counts), why they ended (`end_reasons`), the targets
+  that fell to the floor and during which skill (`floor_drops`, eval/floor_watch.py), mean steps /
+  replans / reward, and one row per episode (its skill calls, failed call, end reason, floor drops);
 - `stages.png`: bar chart of the per-stage success;
 - with `--video DIR`: one MP4 per episode, third-person RGB (targets red, goals green, the active
   skill's target opaque) beside the head depth, with scenario, skill, stage and step overlaid; the
@@ -326,6 +327,7 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
         "failed_subtask": _count(first_missing_stage(o.stages, stage_names) for o in outcomes if not o.success),
         "end_reasons": _count(o.end_reason for o in outcomes),
         "skill_calls": skill_call_summary(outcomes),
+        "floor_drops": floor_drop_summary(outcomes),
         "episodes": [o.to_dict() for o in outcomes],
         "config": {k: cfg[k] for k in ("hab_task", "agent")},
     }
@@ -367,6 +369,17 @@ def skill_call_summary(outcomes: Sequence[Any]) -> dict[str, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
+def floor_drop_summary(outcomes: Sequence[Any]) -> dict[str, Any]:
+    """Targets that fell to the floor (`EpisodeOutcome.floor_drops`, eval/floor_watch.py): how many, in how
+    many episodes (and of those, how many failed), and per skill or motion during which the fall began."""
+    from eval.floor_watch import drop_skill
+
+    hit = [o for o in outcomes if o.floor_drops]
+    return {"objects": sum(len(o.floor_drops) for o in hit), "episodes": len(hit),
+            "failed_episodes": sum(not o.success for o in hit),
+            "by_skill": _count(drop_skill(d) for o in hit for d in o.floor_drops)}
+
+
 def _count(values) -> dict[str, int]:
     out: dict[str, int] = {}
     for v in values:
@@ -402,6 +415,10 @@ def print_summary(result: Mapping[str, Any], out_dir: Path) -> None:
     if unstuck:
         print(f"nav calls driven out of a wedge (agent.nav_unstick_steps): {sum(u['calls'] for u in unstuck)}, "
               f"{sum(u['succeeded'] for u in unstuck)} of them succeeded")
+    floor = result.get("floor_drops") or {}
+    if floor.get("objects"):
+        print(f"targets fallen to the floor (a pick seldom gets them back): {floor['objects']} in {floor['episodes']} episodes "
+              f"({floor['failed_episodes']} failed), the fall begun during {floor['by_skill']}")
     steps = result["measures"].get("steps")
     replans = result["measures"].get("num_replans")
     if steps and replans:

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from agent_doubles import FirstCallReplaced, Idle
 
-from eval.agent import HabAgent, SkillRun, _EpisodeRun
+from eval.agent import HabAgent
 from eval.agent_config import AGENT_TYPES, check_agent_config, make_agent, skills_in_plans
+from eval.episode_outcome import EpisodeRun, SkillRun
 from eval.hab_eval import initial_plans
 from eval.oracle_controllers import OracleSkills
 from eval.skill_library import CheckpointMissing, resolve_checkpoints
@@ -207,9 +208,9 @@ def test_reset_arm_returns_the_arm_to_rest_before_retries_or_every_skill(reset_a
     assert all(r.outcome == "done" and 0 < r.steps <= 50 for r in resets)  # none recorded when at rest
     assert labels[:4] == ["nav(obj_0)", "pick(obj_0)", "reset_arm", "nav(obj_0)"]
     first_call_done = [SkillRun(label="nav(obj_0)", skill="nav", steps=9, outcome="done", effects_hold=True)]
-    wants = agent._wants_arm_reset(_EpisodeRun("e", skill_runs=first_call_done), retry=False)
+    wants = agent._wants_arm_reset(EpisodeRun("e", skill_runs=first_call_done), retry=False)
     assert wants == (reset_arm == "between")  # `between` also before a first call of a skill
-    assert not agent._wants_arm_reset(_EpisodeRun("e"), retry=False)  # never before the episode's first
+    assert not agent._wants_arm_reset(EpisodeRun("e"), retry=False)  # never before the episode's first
 
 
 @pytest.mark.parametrize("backoff", [0.0, 0.5])
@@ -255,7 +256,7 @@ def _reset_from(offset: list[float], jammed: bool = False, **agent_kwargs) -> tu
             sim.model.actuator_gainprm[:, 0] = 0.0
             sim.model.actuator_biasprm[:, :3] = 0.0
         agent = HabAgent("oracle", OracleSkills({}), max_replans=0, reset_arm="retries", **agent_kwargs)
-        run, arms = _EpisodeRun("e"), []
+        run, arms = EpisodeRun("e"), []
         assert not agent._reset_arm_to_rest(env, run, lambda env_, info, label: arms.append(env_.sim.arm_qpos.copy()))
         error = float(np.max(np.abs(sim.arm_qpos - sim.REST_ARM_QPOS)))
     finally:
@@ -336,7 +337,7 @@ def test_backoff_wedged_from_behind_drives_forward_when_asked(forward):
                     and motion.penetration(np.array([xs[0] + 0.7, y]), boxes) == 0.0)
         sim.reset_state({}, {}, np.array([x, y]), 0.0)  # facing +x, the wall right behind
         agent = HabAgent("oracle", OracleSkills({}), max_replans=0, retry_backoff=0.5, retry_backoff_forward=forward)
-        assert not agent._back_off(env, _EpisodeRun("e"), None)
+        assert not agent._back_off(env, EpisodeRun("e"), None)
         moved = float(sim.base_xy[0] - x)
     finally:
         env.close()
@@ -396,7 +397,7 @@ def test_release_guard_turns_a_release_far_from_the_goal_into_a_hold(guard):
         assert place.blocked_releases == place.steps and place.outcome == "timeout" and held == "obj_0"
         assert f":held{place.steps}" in out.to_dict()["skill_calls"][3]
     # habitat's fixed plan is never guarded
-    assert HabAgent("oracle", OracleSkills(), max_replans=0, mode="fixed", release_guard=0.25).release_guard == 0.0
+    assert HabAgent("oracle", OracleSkills(), max_replans=0, mode="fixed", release_guard=0.25).release_gate.guard == 0.0
 
 
 def test_failure_is_recorded_when_replans_are_exhausted():

@@ -154,7 +154,7 @@ def test_help_shows_examples(capsys):
 def test_skill_call_summary_separates_first_tries_from_repeats():
     from types import SimpleNamespace
 
-    from eval.agent import SkillRun
+    from eval.episode_outcome import SkillRun
     from eval.hab_eval import skill_call_summary
 
     def run(label, skill, ok, outcome="done"):
@@ -176,7 +176,7 @@ def test_skill_call_summary_separates_first_tries_from_repeats():
 def test_skill_call_summary_counts_the_navs_driven_out_of_a_wedge():
     from types import SimpleNamespace
 
-    from eval.agent import SkillRun
+    from eval.episode_outcome import SkillRun
     from eval.hab_eval import skill_call_summary
 
     runs = [SkillRun(label="nav(a)", skill="nav", steps=400, outcome="timeout", effects_hold=False, unsticks=3),

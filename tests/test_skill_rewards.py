@@ -267,6 +267,27 @@ def test_a_place_config_saved_before_near_drop_keys_still_loads():
     assert make_skill_task(cfg).reward_cfg.near_drop_reward == 0.0
 
 
+@pytest.mark.parametrize("guard", [0.0, 0.25])
+def test_place_release_guard_holds_a_release_far_from_the_goal(guard):
+    """skill.release_guard > 0 (deviation): a release with the object further than that from the goal is a hold
+    (the episode goes on, holding); within it the release is as habitat's. 0 (habitat): the far release drops."""
+    env = make_env("place", release_guard=guard)
+    sim, target = env.sim, env.task.target
+    assert sim.grasped == target and env.task._obj_to_goal(sim) > 0.25
+    _, _, term, _, info = env.step(action(env, grip=-1.0))  # release far from the goal
+    if guard:
+        assert sim.grasped == target and not term and "wrong_drop" not in info
+    else:
+        assert sim.grasped is None and term and info["wrong_drop"] == 1.0
+    env.close()
+    env = make_env("place", [_place_episode_with_goal_at_hand()], release_guard=guard)
+    _, _, term, _, info = env.step(action(env, grip=-1.0))  # at the goal: released either way
+    assert env.sim.grasped is None and info["success"] == 1.0
+    env.close()
+    with pytest.raises(ValueError, match="skill.release_guard must be >= 0"):
+        make_env("place", release_guard=-0.1)
+
+
 def test_place_release_at_goal_pays_place_and_success():
     env = make_env("place", [_place_episode_with_goal_at_hand()])
     sim = env.sim

@@ -17,6 +17,7 @@ Deviations from habitat (each off at its dataclass default; configs/skill/place.
   points within `approach_reach` of the goal, while held, until the first release (`rearrange.tasks.approach`).
 - `opening_path_offset` > 0: the dense term's object->goal distance through a fridge's opening (`OpeningPath`).
 - `start_grasp`: the held object starts in a varied pose in the gripper (`rearrange.grasp_pose`).
+- `release_guard` > 0 (a skill key, not a reward one): a release further than this from the goal is a hold.
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ class PlaceTask(SkillTask):
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         super().__init__(cfg)
         self.block_regrasp = bool(cfg["block_regrasp"])
+        self.release_guard = float(cfg.get("release_guard", 0.0))  # absent in checkpoints saved before the key: off
+        if not self.release_guard >= 0.0:
+            raise ValueError(f"skill.release_guard must be >= 0 m (0: off; got {self.release_guard})")
         self.reward_cfg = read_config(PlaceReward, cfg["reward"])
         self.success_cfg = read_config(PlaceSuccess, cfg["success"])
         if not (self.reward_cfg.near_drop_reward >= 0.0 and self.reward_cfg.near_drop_dist > 0.0):
@@ -115,6 +119,7 @@ class PlaceTask(SkillTask):
         self.approach.reset(sim, self.goal, episode.targets[0].goal_receptacle)
         if sim.grasped != self.target:
             self.approach.stop()
+        self._guard_release(sim)
 
     def _obj_to_goal(self, sim: RearrangeSim) -> float:
         return norm(sim.object_pos(self.target) - self.goal)
@@ -162,4 +167,11 @@ class PlaceTask(SkillTask):
         if success:
             terms["success"] = r.success_reward
             terminated |= s.end_on_success
+        self._guard_release(sim)
         return self._task_step(terms, terminated, success, info)
+
+    def _guard_release(self, sim: RearrangeSim) -> None:
+        """`skill.release_guard`: while the target is held further than that from its goal, the next step's
+        grip entry is ignored (a release there is a hold), as the HAB agent's guard does."""
+        if self.release_guard > 0.0 and sim.grasped == self.target:
+            self.grip_disabled = self._obj_to_goal(sim) > self.release_guard

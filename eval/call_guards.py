@@ -1,0 +1,115 @@
+"""The HAB agent's guards inside a skill call (replan mode; eval/agent.py). Ours, each off at 0.
+
+`ReleaseGate`, two checks on every step of a place call whose object is held and whose action releases
+it (grip < 0):
+
+- the guard (`agent.release_guard`, m): a release with the object further than this from its goal is
+  turned into a hold, so the object is not dropped where no pick reaches it (the call goes on, or times
+  out and is retried, still holding);
+- the settle (`agent.release_settle_steps`, `agent.release_settle_speed`): a release while the held
+  object moves faster than the speed (m/s, measured over the last step) is put off: that step holds the
+  object and keeps the arm and base still, so the object comes to rest in the gripper; the policy then
+  acts again and lets go if it still wants to. At most `release_settle_steps` such steps per call, then
+  releases go through as commanded. A ball let go while the arm swings rolls on, off the goal and
+  often off the furniture.
+
+`PushGuard` (`agent.pick_push_guard`, m): a pick call whose target, not held, has been pushed further than
+this (horizontally) from where it stood when the call began ends there as failed ("pushed"), so the
+re-plan's retry approaches again before the arm shoves it over the furniture's edge: a learned pick that
+misses its grasp pushes a ball or a can along a table, and from the floor a pick seldom gets it back
+(eval/floor_watch.py).
+
+Fixed mode (habitat-lab's TP-SRL) runs none of them: the agent builds them off.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rearrange.actions import ACTION_SLICES
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
+
+GRIP = ACTION_SLICES["grip"].start
+STILL = (ACTION_SLICES["arm"], ACTION_SLICES["base"])  # zeroed on a settle step
+
+
+class ReleaseGate:
+    """Per place call: `start(sim, obj, goal)`, then `check(sim, action)` before every step."""
+
+    def __init__(self, guard: float = 0.0, settle_steps: int = 0, settle_speed: float = 0.1) -> None:
+        self.guard = float(guard)
+        self.settle_steps = int(settle_steps)
+        self.settle_speed = float(settle_speed)
+        self._obj: str | None = None
+        self._goal: np.ndarray | None = None
+        self._last_pos: np.ndarray | None = None
+        self._settled = 0
+
+    @property
+    def active(self) -> bool:
+        return self.guard > 0.0 or self.settle_steps > 0
+
+    def start(self, sim: RearrangeSim, obj: str | None, goal: object | None) -> None:
+        """A new place call for object `obj` and its goal (None: nothing to check)."""
+        self._obj = obj
+        self._goal = None if goal is None else np.asarray(goal, dtype=np.float64)
+        self._last_pos = None if obj is None else np.asarray(sim.object_pos(obj), dtype=np.float64).copy()
+        self._settled = 0
+
+    def check(self, sim: RearrangeSim, action: np.ndarray) -> str | None:
+        """Before a step of the call: "held" (guard: the release became a hold), "settled" (the release put
+        off, the arm and base held still), or None (the action goes as it is). Edits `action` in place."""
+        obj = self._obj
+        if obj is None or self._goal is None:
+            return None
+        pos = np.asarray(sim.object_pos(obj), dtype=np.float64).copy()
+        speed = 0.0 if self._last_pos is None else float(np.linalg.norm(pos - self._last_pos)) / step_seconds(sim)
+        self._last_pos = pos
+        if action[GRIP] >= 0.0 or sim.grasped != obj:
+            return None
+        if self.guard > 0.0 and float(np.linalg.norm(pos - self._goal)) > self.guard:
+            action[GRIP] = 1.0
+            return "held"
+        if self._settled < self.settle_steps and speed > self.settle_speed:
+            self._settled += 1
+            action[GRIP] = 1.0
+            for part in STILL:
+                action[part] = 0.0
+            return "settled"
+        return None
+
+
+def step_seconds(sim: RearrangeSim) -> float:
+    """Simulated seconds per policy step (physics timestep x substeps)."""
+    physics = sim.cfg["physics"]
+    return float(physics["timestep"]) * int(physics["substeps"])
+
+
+class PushGuard:
+    """Per pick call: `start(sim, obj)`, then `pushed(sim)` after every step."""
+
+    def __init__(self, distance: float = 0.0) -> None:
+        self.distance = float(distance)
+        self._obj: str | None = None
+        self._start = np.zeros(2)
+
+    @property
+    def active(self) -> bool:
+        return self.distance > 0.0
+
+    def start(self, sim: RearrangeSim, obj: str | None) -> None:
+        self._obj = obj
+        if obj is not None:
+            self._start = np.asarray(sim.object_pos(obj), dtype=np.float64)[:2].copy()
+
+    def pushed(self, sim: RearrangeSim) -> bool:
+        """Whether the target, not held, now lies further than `distance` from its start (horizontally)."""
+        obj = self._obj
+        if obj is None or sim.grasped == obj:
+            return False
+        moved = np.asarray(sim.object_pos(obj), dtype=np.float64)[:2] - self._start
+        return float(np.linalg.norm(moved)) > self.distance

@@ -1,0 +1,149 @@
+"""The agent's release settle (eval/call_guards.py) and eval-hab's floor drops (eval/floor_watch.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from agent_doubles import FirstCallReplaced, Idle
+
+from eval.agent import HabAgent
+from eval.agent_config import check_agent_config
+from eval.call_guards import step_seconds
+from rearrange.env import RearrangeEnv
+from rearrange.generate import generate_episodes
+from rearrange.tasks.hab import HabTask, load_hab_config
+
+
+class _SwingAndRelease(Idle):
+    """A place that swings the arm (two joints at full speed) while holding, and from its 6th step on
+    commands a release while still swinging. Records the held object's position and the grasp before
+    every step."""
+
+    def __init__(self, skill, log):
+        super().__init__(skill)
+        self.log = log
+
+    def act(self, sim, obs):
+        held = sim.grasped
+        self.log.append((held, None if held is None else np.asarray(sim.object_pos(held), dtype=np.float64).copy()))
+        action = np.zeros(11)
+        action[0:2] = 1.0  # shoulder pan and lift at full speed
+        action[7] = -1.0 if len(self.log) > 5 else 1.0
+        return action
+
+
+def _release_speed(settle_steps: int) -> tuple[int, int, float]:
+    """(settle steps taken, steps from the first release command to the release, the object's speed over
+    the step before it was let go, m/s)."""
+    cfg = load_hab_config(["hab_task.max_steps=1400"])
+    env = RearrangeEnv(HabTask("tidy_house", cfg, obs_keys=()), generate_episodes("tidy_house", "val", 1, 0),
+                       episode_order="cycle")
+    log: list = []
+    try:
+        agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: _SwingAndRelease(oracle.skill, log)),
+                         max_replans=0, release_settle_steps=settle_steps, release_settle_speed=0.1)
+        out = agent.run_episode(env, 0)
+        dt = step_seconds(env.sim)
+    finally:
+        env.close()
+    place = next(r for r in out.skill_runs if r.skill == "place")
+    # the first act after the release step (the call may end on that step: released, arm near rest)
+    released = next((i for i, (held, _) in enumerate(log) if held is None), len(log))
+    speed = float(np.linalg.norm(log[released - 1][1] - log[released - 2][1])) / dt
+    return place.settles, released - 6, speed
+
+
+@pytest.mark.slow
+def test_a_release_while_the_object_swings_waits_until_it_is_still():
+    settles, delay, speed = _release_speed(0)
+    assert settles == 0 and delay == 0 and speed > 0.1  # let go at once, mid-swing
+    settles, delay, speed = _release_speed(8)
+    assert 1 <= settles <= 8 and delay == settles  # held on, arm and base still, then let go
+    assert speed <= 0.1 or settles == 8
+
+
+def test_guard_settings_are_validated():
+    from configs.compose import ConfigError
+
+    cfg = {"max_replans": 0, "settle_steps": 0, "deterministic": True}
+    with pytest.raises(ConfigError, match="agent.release_settle_steps must be an integer >= 0"):
+        check_agent_config({**cfg, "release_settle_steps": -1})
+    with pytest.raises(ConfigError, match=r"agent.release_settle_speed must be a speed in m/s in \(0, 10\]"):
+        check_agent_config({**cfg, "release_settle_speed": 0})
+    with pytest.raises(ConfigError, match=r"agent.pick_push_guard must be a number of metres in \[0, 2\] \(0: off\)"):
+        check_agent_config({**cfg, "pick_push_guard": 5})
+    check_agent_config({**cfg, "release_settle_steps": 8, "release_settle_speed": 0.05, "pick_push_guard": 0.05})
+    # habitat's fixed plan lets go as the policy commands
+    assert not HabAgent("oracle", lambda name: None, max_replans=0, mode="fixed", release_settle_steps=8).release_gate.active
+
+
+class _BackAwayAndRelease(Idle):
+    """A place that reverses the base for 15 steps, away from the furniture, then lets go over bare floor."""
+
+    def start(self, sim, target, retry=False):
+        self.steps = 0
+
+    def act(self, sim, obs):
+        self.steps += 1
+        action = np.zeros(11)
+        action[7] = 1.0 if self.steps <= 15 else -1.0
+        action[8] = -1.0 if self.steps <= 15 else 0.0
+        return action
+
+
+@pytest.mark.parametrize("guard", [0.0, 0.25])
+def test_a_target_dropped_on_the_floor_is_put_down_to_the_call_that_let_go(guard):
+    """eval-hab's floor_drops (eval/floor_watch.py): the object falls while the next call (a pick) already runs,
+    and the fall is put down to the place that let go; the release guard keeps it in the gripper."""
+    from eval.hab_eval import floor_drop_summary
+
+    cfg = load_hab_config(["hab_task.max_steps=1400"])
+    env = RearrangeEnv(HabTask("tidy_house", cfg, obs_keys=()), generate_episodes("tidy_house", "val", 1, 0),
+                       episode_order="cycle")
+    try:
+        agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: _BackAwayAndRelease(oracle.skill)),
+                         max_replans=1, release_guard=guard)
+        out = agent.run_episode(env, 0)
+        z = float(env.sim.object_pos("obj_0")[2])
+    finally:
+        env.close()
+    if guard:
+        assert out.floor_drops == [] and z > 0.2
+        return
+    assert z < 0.12 and out.floor_drops == ["obj_0:place(obj_0, goal_obj_0)"]
+    assert out.to_dict()["floor_drops"] == out.floor_drops
+    summary = floor_drop_summary([out, out])
+    assert summary == {"objects": 2, "episodes": 2, "failed_episodes": 2, "by_skill": {"place": 2}}
+
+
+class _Nudge(Idle):
+    """A pick that misses its grasp and shoves the target 1 cm further along the furniture each step."""
+
+    def __init__(self, skill, obj):
+        super().__init__(skill)
+        self.obj = obj
+
+    def act(self, sim, obs):
+        pos = np.asarray(sim.object_pos(self.obj), dtype=np.float64)
+        sim.set_object_pose(self.obj, pos + np.array([0.01, 0.0, 0.0]), sim.object_quat(self.obj))
+        return super().act(sim, obs)
+
+
+@pytest.mark.parametrize("guard", [0.0, 0.05])
+def test_a_pick_pushing_its_target_along_ends_when_the_push_guard_says(guard):
+    cfg = load_hab_config(["hab_task.max_steps=700"])
+    env = RearrangeEnv(HabTask("tidy_house", cfg, obs_keys=()), generate_episodes("tidy_house", "val", 1, 0),
+                       episode_order="cycle")
+    try:
+        agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: _Nudge(oracle.skill, "obj_0")),
+                         max_replans=0, pick_push_guard=guard)
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    pick = next(r for r in out.skill_runs if r.skill == "pick")
+    if guard:
+        assert pick.outcome == "pushed" and 5 <= pick.steps <= 7 and not pick.effects_hold
+    else:
+        assert pick.outcome != "pushed" and pick.steps > 7
+    # habitat's fixed plan runs the policy as it is
+    assert not HabAgent("oracle", lambda name: None, max_replans=0, mode="fixed", pick_push_guard=0.05).push_guard.active
