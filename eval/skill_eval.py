@@ -137,8 +137,12 @@ def receptacle_group(env: Any) -> str | None:
 def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarray], None] | None,
                 skill: str, video_cfg: Mapping[str, Any]) -> dict[str, Any]:
     """One episode (the dataset's `index`-th); returns its id, success, why it ended, where its target
-    is, return, steps and final measures."""
+    is, return, steps, final measures and how many objects fell to the floor (`eval/floor_watch.py`: the
+    target or any other object, knocked off or let go)."""
+    from eval.floor_watch import FloorWatch
+
     obs, info = env.reset(options={"episode_index": index})
+    floor = FloorWatch(env.sim.object_names)
     agent.reset(env, obs)
     episode_id = env.current_episode.episode_id
     group = receptacle_group(env)
@@ -161,6 +165,7 @@ def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarr
     while True:
         action = agent.act(env, obs)
         obs, reward, terminated, truncated, info = env.step(action)
+        floor.step(env.sim, skill)
         total += float(reward)
         steps += 1
         success = bool(info.get("success", 0.0) > 0.5)
@@ -172,11 +177,12 @@ def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarr
     measures = {k: float(v) for k, v in info.items() if isinstance(v, (int, float)) and math.isfinite(float(v))}
     measures.update({"return": total, "steps": float(steps)})
     return {"episode_id": str(episode_id), "success": success, "end": end_reason(success, terminated, info),
-            "receptacle": group, "measures": measures}
+            "receptacle": group, "measures": measures, "floor_drops": len(floor.drops)}
 
 
 def breakdown(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Counts of how episodes ended, and successes / episodes per target receptacle group."""
+    """Counts of how episodes ended, successes / episodes per target receptacle group, and the objects that
+    fell to the floor (in how many episodes)."""
     ends: dict[str, int] = {}
     groups: dict[str, list[int]] = {}
     for r in rows:
@@ -185,7 +191,9 @@ def breakdown(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             g = groups.setdefault(r["receptacle"], [0, 0])
             g[0] += int(r["success"])
             g[1] += 1
-    return {"ends": dict(sorted(ends.items(), key=lambda kv: -kv[1])),
+    drops = [int(r.get("floor_drops", 0)) for r in rows]
+    return {"floor_drops": {"objects": sum(drops), "episodes": sum(d > 0 for d in drops)},
+            "ends": dict(sorted(ends.items(), key=lambda kv: -kv[1])),
             "by_receptacle": {k: {"success": v[0], "episodes": v[1]} for k, v in sorted(groups.items())}}
 
 
@@ -325,6 +333,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{args.skill} ({agent.name}): success {s['mean']:.3f} "
           f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}] over {s['n']} episodes -> {out}")
     print("  ended: " + ", ".join(f"{k} {v}" for k, v in parts["ends"].items()))
+    if parts["floor_drops"]["objects"]:
+        print(f"  objects fallen to the floor: {parts['floor_drops']['objects']} in {parts['floor_drops']['episodes']} "
+              "episodes")
     if parts["by_receptacle"]:
         print("  by target receptacle: " + ", ".join(
             f"{k} {v['success']}/{v['episodes']}" for k, v in parts["by_receptacle"].items()))

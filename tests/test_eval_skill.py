@@ -194,3 +194,43 @@ def test_place_policies_are_judged_by_habitats_episode_ends():
         assert env.task.reward_cfg.displaced_pen == policy.config["skill"]["reward"].get("displaced_pen", 0.0)
     finally:
         env.close()
+
+
+class _BackAwayAndLetGo:
+    """A place agent double: reverses the base 15 steps, holding, then lets go over bare floor."""
+
+    name = "back_away_and_let_go"
+
+    def reset(self, env, obs):
+        self.steps = 0
+
+    def act(self, env, obs):
+        import numpy as np
+
+        self.steps += 1
+        action = np.zeros(10)  # arm 7, grip, base 2
+        action[7] = 1.0 if self.steps <= 15 else -1.0
+        action[8] = -1.0 if self.steps <= 15 else 0.0
+        return action
+
+
+def test_objects_fallen_to_the_floor_are_counted():
+    """eval-skill's floor_drops (eval/floor_watch.py): an object let go over the floor, in an episode that goes on
+    after a wrong drop, counts once per episode and in the breakdown."""
+    from eval.skill_eval import breakdown, run_episode
+    from rearrange.env import RearrangeEnv
+    from rearrange.generate import generate_episodes
+    from rearrange.tasks.skill_tasks import load_skill_config, make_skill_task
+
+    cfg = load_skill_config("place")
+    cfg["reward"]["wrong_drop_should_end"] = False
+    cfg["max_steps"] = 45
+    env = RearrangeEnv(make_skill_task(cfg), generate_episodes("place", "val", 1, 0),
+                       sim_cfg={"camera": {"head": {"width": 32, "height": 32}}})
+    env.reset(seed=0)
+    try:
+        row = run_episode(env, _BackAwayAndLetGo(), 0, None, "place", {})
+    finally:
+        env.close()
+    assert row["floor_drops"] == 1 and row["end"] == "timeout"
+    assert breakdown([row, row, {**row, "floor_drops": 0}])["floor_drops"] == {"objects": 2, "episodes": 2}
