@@ -46,7 +46,8 @@ class ReleaseGate:
         self.settle_speed = float(settle_speed)
         self._obj: str | None = None
         self._goal: np.ndarray | None = None
-        self._last_pos: np.ndarray | None = None
+        self._last_pos: np.ndarray | None = None  # the object's position a step ago (settle only)
+        self._step_seconds = 0.0
         self._settled = 0
 
     @property
@@ -57,7 +58,8 @@ class ReleaseGate:
         """A new place call for object `obj` and its goal (None: nothing to check)."""
         self._obj = obj
         self._goal = None if goal is None else np.asarray(goal, dtype=np.float64)
-        self._last_pos = None if obj is None else np.asarray(sim.object_pos(obj), dtype=np.float64).copy()
+        self._last_pos = None if obj is None or self.settle_steps == 0 else sim.object_pos(obj)
+        self._step_seconds = step_seconds(sim)
         self._settled = 0
 
     def check(self, sim: RearrangeSim, action: np.ndarray) -> str | None:
@@ -66,9 +68,12 @@ class ReleaseGate:
         obj = self._obj
         if obj is None or self._goal is None:
             return None
-        pos = np.asarray(sim.object_pos(obj), dtype=np.float64).copy()
-        speed = 0.0 if self._last_pos is None else float(np.linalg.norm(pos - self._last_pos)) / step_seconds(sim)
-        self._last_pos = pos
+        pos = sim.object_pos(obj)
+        speed = 0.0
+        if self.settle_steps > 0:  # the speed over the last step: followed on every step, releasing or not
+            if self._last_pos is not None:
+                speed = float(np.linalg.norm(pos - self._last_pos)) / self._step_seconds
+            self._last_pos = pos
         if action[GRIP] >= 0.0 or sim.grasped != obj:
             return None
         if self.guard > 0.0 and float(np.linalg.norm(pos - self._goal)) > self.guard:
@@ -104,12 +109,12 @@ class PushGuard:
     def start(self, sim: RearrangeSim, obj: str | None) -> None:
         self._obj = obj
         if obj is not None:
-            self._start = np.asarray(sim.object_pos(obj), dtype=np.float64)[:2].copy()
+            self._start = sim.object_pos(obj)[:2]
 
     def pushed(self, sim: RearrangeSim) -> bool:
         """Whether the target, not held, now lies further than `distance` from its start (horizontally)."""
         obj = self._obj
         if obj is None or sim.grasped == obj:
             return False
-        moved = np.asarray(sim.object_pos(obj), dtype=np.float64)[:2] - self._start
+        moved = sim.object_pos(obj)[:2] - self._start
         return float(np.linalg.norm(moved)) > self.distance

@@ -37,7 +37,7 @@ class FloorWatch:
 
     def step(self, sim: RearrangeSim, label: str) -> None:
         for obj in self.objects:
-            pos = np.asarray(sim.object_pos(obj), dtype=np.float64).copy()
+            pos = sim.object_pos(obj)  # a copy (RearrangeSim.object_pos)
             last = self._last.get(obj, pos)
             self._last[obj] = pos
             if pos[2] > RAISED and (sim.grasped == obj or float(np.linalg.norm(pos - last)) < STILL):

@@ -1,4 +1,5 @@
-"""Skill doubles for HAB-agent tests: the real oracles, with one call replaced to inject a failure."""
+"""Skill doubles for HAB-agent tests: the real oracles, with one call replaced to inject a failure; and the
+HAB env those tests run them in."""
 
 from __future__ import annotations
 
@@ -41,3 +42,15 @@ class FirstCallReplaced:
             self.used = True
             return self.replace(controller)
         return controller
+
+
+def hab_env(scenario: str, max_steps: int) -> Any:
+    """A `RearrangeEnv` over the scenario's first val episode (seed 0), `hab_task.max_steps` = `max_steps`, no
+    observations (the oracles read the simulator)."""
+    from rearrange.env import RearrangeEnv
+    from rearrange.generate import generate_episodes
+    from rearrange.tasks.hab import HabTask, load_hab_config
+
+    cfg = load_hab_config([f"hab_task.max_steps={max_steps}"])
+    return RearrangeEnv(HabTask(scenario, cfg, obs_keys=()), generate_episodes(scenario, "val", 1, 0),
+                        episode_order="cycle")

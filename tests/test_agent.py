@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from agent_doubles import FirstCallReplaced, Idle
+from agent_doubles import FirstCallReplaced, Idle, hab_env
 
 from eval.agent import HabAgent
 from eval.agent_config import AGENT_TYPES, check_agent_config, make_agent, skills_in_plans
@@ -13,9 +13,7 @@ from eval.hab_eval import initial_plans
 from eval.oracle_controllers import OracleSkills
 from eval.skill_library import CheckpointMissing, resolve_checkpoints
 from planner.grounding import SKILL_OF_ACTION
-from rearrange.env import RearrangeEnv
 from rearrange.generate import generate_episodes
-from rearrange.tasks.hab import HabTask, load_hab_config
 
 EXPECTED_SKILLS = {
     "tidy_house": ["nav", "pick", "nav", "place"] * 5,
@@ -40,15 +38,9 @@ def test_plan_has_expected_skill_sequence(scenario):
 
 
 
-def _env(scenario: str, max_steps: int) -> RearrangeEnv:
-    cfg = load_hab_config([f"hab_task.max_steps={max_steps}"])
-    episodes = generate_episodes(scenario, "val", 1, 0)
-    return RearrangeEnv(HabTask(scenario, cfg, obs_keys=()), episodes, episode_order="cycle")
-
-
 @pytest.mark.parametrize("renavigate", [False, True])
 def test_replans_after_injected_pick_failure_and_picks_again(renavigate):
-    env = _env("tidy_house", 800)
+    env = hab_env("tidy_house", 800)
     try:
         stall_first_pick = FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill))
         agent = HabAgent("oracle", stall_first_pick, max_replans=2, renavigate=renavigate)
@@ -93,7 +85,7 @@ class _RecordingStarts:
 
 
 def test_a_call_the_episode_ran_before_starts_as_a_retry():
-    env = _env("tidy_house", 1200)
+    env = hab_env("tidy_house", 1200)
     try:
         skills = _RecordingStarts(FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)))
         agent = HabAgent("oracle", skills, max_replans=2, renavigate=True)
@@ -189,7 +181,7 @@ def test_reset_arm_returns_the_arm_to_rest_before_retries_or_every_skill(reset_a
     """habitat's reset_arm: with `retries` the retried nav starts with the arm back at rest after a
     failed pick left it 0.25 rad off; with `between` it also runs before every other skill but the
     first; with `never` the retry starts where the failure left the arm."""
-    env = _env("tidy_house", 900)
+    env = hab_env("tidy_house", 900)
     try:
         skills = _ArmAtStarts(FirstCallReplaced("pick", lambda oracle: _Flail(oracle.skill)))
         agent = HabAgent("oracle", skills, max_replans=1, renavigate=True, reset_arm=reset_arm)
@@ -217,7 +209,7 @@ def test_reset_arm_returns_the_arm_to_rest_before_retries_or_every_skill(reset_a
 def test_retry_backoff_drives_back_before_the_retried_nav_only(backoff):
     """With agent.retry_backoff the retried nav starts `backoff` metres behind where the failed pick
     stood (before the re-plan's nav, not between that nav and the retried pick); 0 leaves it off."""
-    env = _env("tidy_house", 1200)
+    env = hab_env("tidy_house", 1200)
     try:
         skills = _RecordingStarts(FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)))
         agent = HabAgent("oracle", skills, max_replans=1, renavigate=True, retry_backoff=backoff)
@@ -247,7 +239,7 @@ def _reset_from(offset: list[float], jammed: bool = False, **agent_kwargs) -> tu
     """One reset_arm of the oracle agent from rest + `offset` (Tidy House val episode 0's start); with
     `jammed` the arm servos hold no torque (the joints stay put, as an arm pressed against a shelf).
     (its record, the largest joint distance from rest after it, the arm joints after every step)."""
-    env = _env("tidy_house", 900)
+    env = hab_env("tidy_house", 900)
     try:
         env.reset()
         sim = env.sim
@@ -301,7 +293,7 @@ def test_reset_arm_lift_first_raises_a_lowered_shoulder_before_the_other_joints(
 def test_retry_resets_the_arm_again_after_the_back_off():
     """reset_arm, then back_off, then a second reset from the backed-off base (a reset the furniture
     blocked gets another go); an arm already at rest records no second reset."""
-    env = _env("tidy_house", 1200)
+    env = hab_env("tidy_house", 1200)
     try:
         skills = FirstCallReplaced("pick", lambda oracle: _Flail(oracle.skill))
         agent = HabAgent("oracle", skills, max_replans=1, renavigate=True, reset_arm="retries",
@@ -326,7 +318,7 @@ def test_retry_resets_the_arm_again_after_the_back_off():
 def test_backoff_wedged_from_behind_drives_forward_when_asked(forward):
     """The base with its back against the apartment's west wall: the back-off is blocked at once; with
     agent.retry_backoff_forward it drives forward its 0.5 m instead, without it stays (as before)."""
-    env = _env("tidy_house", 900)
+    env = hab_env("tidy_house", 900)
     try:
         env.reset()
         sim = env.sim
@@ -381,7 +373,7 @@ def test_each_mode_takes_its_own_reset_arm_setting():
 def test_release_guard_turns_a_release_far_from_the_goal_into_a_hold(guard):
     """A place that releases at once, away from the goal, drops the object; with agent.release_guard the
     agent keeps the object held instead, every step of the call."""
-    env = _env("tidy_house", 1400)
+    env = hab_env("tidy_house", 1400)
     try:
         agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: Idle(oracle.skill)),
                          max_replans=0, release_guard=guard)
@@ -401,7 +393,7 @@ def test_release_guard_turns_a_release_far_from_the_goal_into_a_hold(guard):
 
 
 def test_failure_is_recorded_when_replans_are_exhausted():
-    env = _env("tidy_house", 700)
+    env = hab_env("tidy_house", 700)
     try:
         agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)), max_replans=0)
         out = agent.run_episode(env, 0)
@@ -418,7 +410,7 @@ def test_failure_is_recorded_when_replans_are_exhausted():
 
 
 def test_nonav_agent_drops_nav_steps():
-    env = _env("prepare_groceries", 300)
+    env = hab_env("prepare_groceries", 300)
     try:
         agent = HabAgent("tp-srl-nonav", OracleSkills(), max_replans=0)
         out = agent.run_episode(env, 0)
@@ -451,7 +443,7 @@ def test_a_call_of_a_learned_skill_without_checkpoint_ends_the_episode_not_the_r
     traceback ending the whole evaluation."""
     from eval.skill_library import LearnedSkills
 
-    env = _env("set_table", 2000)
+    env = hab_env("set_table", 2000)
     try:
         oracle = OracleSkills()
         skills = LearnedSkills({}, scripted=dict.fromkeys(["nav", "pick", "place", "open_fridge"], oracle))

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from agent_doubles import FirstCallReplaced, Idle
+from agent_doubles import FirstCallReplaced, Idle, hab_env
 
 from eval.agent import HabAgent
 from eval.agent_config import check_agent_config
 from eval.call_guards import step_seconds
-from rearrange.env import RearrangeEnv
-from rearrange.generate import generate_episodes
-from rearrange.tasks.hab import HabTask, load_hab_config
 
 
 class _SwingAndRelease(Idle):
@@ -35,9 +32,7 @@ class _SwingAndRelease(Idle):
 def _release_speed(settle_steps: int) -> tuple[int, int, float]:
     """(settle steps taken, steps from the first release command to the release, the object's speed over
     the step before it was let go, m/s)."""
-    cfg = load_hab_config(["hab_task.max_steps=1400"])
-    env = RearrangeEnv(HabTask("tidy_house", cfg, obs_keys=()), generate_episodes("tidy_house", "val", 1, 0),
-                       episode_order="cycle")
+    env = hab_env("tidy_house", 1400)
     log: list = []
     try:
         agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: _SwingAndRelease(oracle.skill, log)),
@@ -97,9 +92,7 @@ def test_a_target_dropped_on_the_floor_is_put_down_to_the_call_that_let_go(guard
     and the fall is put down to the place that let go; the release guard keeps it in the gripper."""
     from eval.hab_eval import floor_drop_summary
 
-    cfg = load_hab_config(["hab_task.max_steps=1400"])
-    env = RearrangeEnv(HabTask("tidy_house", cfg, obs_keys=()), generate_episodes("tidy_house", "val", 1, 0),
-                       episode_order="cycle")
+    env = hab_env("tidy_house", 1400)
     try:
         agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: _BackAwayAndRelease(oracle.skill)),
                          max_replans=1, release_guard=guard)
@@ -131,9 +124,7 @@ class _Nudge(Idle):
 
 @pytest.mark.parametrize("guard", [0.0, 0.05])
 def test_a_pick_pushing_its_target_along_ends_when_the_push_guard_says(guard):
-    cfg = load_hab_config(["hab_task.max_steps=700"])
-    env = RearrangeEnv(HabTask("tidy_house", cfg, obs_keys=()), generate_episodes("tidy_house", "val", 1, 0),
-                       episode_order="cycle")
+    env = hab_env("tidy_house", 700)
     try:
         agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: _Nudge(oracle.skill, "obj_0")),
                          max_replans=0, pick_push_guard=guard)

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from agent_doubles import FirstCallReplaced, Idle
+from agent_doubles import FirstCallReplaced, Idle, hab_env
 
 from eval.agent import HabAgent, WedgeWatch
 from eval.agent_config import check_agent_config, make_agent
-from rearrange.env import RearrangeEnv
-from rearrange.generate import generate_episodes
-from rearrange.tasks.hab import HabTask, load_hab_config
 
 NAV_TIMEOUT = 400  # configs/skill/nav.yaml hab.timeout
 
@@ -36,9 +33,7 @@ class _Reverser(Idle):
 
 
 def _run_first_nav(unstick_steps: int) -> tuple[object, _Reverser]:
-    cfg = load_hab_config(["hab_task.max_steps=600"])
-    env = RearrangeEnv(HabTask("tidy_house", cfg, obs_keys=()), generate_episodes("tidy_house", "val", 1, 0),
-                       episode_order="cycle")
+    env = hab_env("tidy_house", 600)
     reversers: list[_Reverser] = []
 
     def replace(oracle):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from agent_doubles import FirstCallReplaced, Idle
+from agent_doubles import FirstCallReplaced, Idle, hab_env
 
 from eval.agent import HabAgent
 from eval.skill_starts import MOVED, StartRecorder, main
@@ -16,9 +16,7 @@ from rearrange.tasks.hab import HabTask, load_hab_config
 @pytest.fixture(scope="module")
 def recorded():
     """Tidy House val 0 with the oracles, the first pick stalled: starts of pick and place calls."""
-    cfg = load_hab_config(["hab_task.max_steps=1400"])
-    env = RearrangeEnv(HabTask("tidy_house", cfg, obs_keys=()), generate_episodes("tidy_house", "val", 1, 0),
-                       episode_order="cycle")
+    env = hab_env("tidy_house", 1400)
     picks = StartRecorder("pick", "train", "p", max_object_shift=0.1)
     places = StartRecorder("place", "train", "q", max_object_shift=0.1)
     agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)), max_replans=2)
