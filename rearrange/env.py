@@ -137,9 +137,10 @@ class RearrangeEnv(gymnasium.Env):
             raise RuntimeError("call reset() before step()")
         return self.step_full(expand_action(self.task.action_subsets, action, self.task.base_reverse_speed, self.sim))
 
-    def step_full(self, full: np.ndarray):
+    def step_full(self, full: np.ndarray, observe: bool = True):
         """`step` with a full 11-dim joint-space action (an oracle's, already restricted to the task's
-        subsets with `rearrange.actions.restrict_full`)."""
+        subsets with `rearrange.actions.restrict_full`). `observe=False` skips the sensors (the obs
+        returned is None; `observation()` reads them later): an oracle prefix that no policy sees."""
         if self.sim is None or self.current_episode is None:
             raise RuntimeError("call reset() before step()")
         full = np.asarray(full, dtype=np.float64).reshape(-1)
@@ -149,7 +150,14 @@ class RearrangeEnv(gymnasium.Env):
         self._steps += 1
         terminated = bool(ts.terminated)
         truncated = (not terminated) and self._steps >= self.task.max_steps
-        return self._obs(), float(ts.reward), terminated, truncated, self._info(ts.success, ts.info)
+        obs = self._obs() if observe else None
+        return obs, float(ts.reward), terminated, truncated, self._info(ts.success, ts.info)
+
+    def observation(self) -> dict[str, np.ndarray]:
+        """The task's sensors read now (what the last `reset` or `step` returned, unless the sim moved since)."""
+        if self.sim is None:
+            raise RuntimeError("call reset() before observation()")
+        return self._obs()
 
     def keep_grasp(self) -> None:
         """Ignore the grip entry of the following actions, so the grasp state stays as it is (the HAB

@@ -106,17 +106,17 @@ class OracleStartEnv(gymnasium.Wrapper):
         if phase in self.cfg.phases:
             handing = entries_left == 0
             entries_left -= 1
-        result: tuple[dict, dict] = start
+        result: tuple[dict | None, dict] = start  # the sensors are read only at the hand-over (no policy sees the rest)
         limit = base.task.max_steps - 1
         if self.cfg.max_prefix_steps > 0:
             limit = min(limit, self.cfg.max_prefix_steps)
         for _ in range(limit):
             if handing:
                 if extra == 0:
-                    return result
+                    return (base.observation() if result[0] is None else result[0]), result[1]
                 extra -= 1
             action = restrict_full(subsets, self.oracle.act(base.sim), base.task.base_reverse_speed)
-            obs, _, terminated, truncated, info = base.step_full(action)
+            obs, _, terminated, truncated, info = base.step_full(action, observe=False)
             if terminated or truncated or self.oracle.done:
                 return None
             result = (obs, info)

@@ -7,6 +7,7 @@ observation/action spaces, which is all that is needed to rebuild the actor-crit
 normalisation statistics (`policy.obs_norm`) live in the model's state dict and are applied by the
 network itself. A policy trained with `policy.prev_action` observes its previous action: the policy
 fills `prev_action` itself from its own last action (zeros after `reset`), so envs need no wrapper.
+Sensors only the critic read in training (`policy.critic_only_keys`) are not asked of the env.
 """
 
 from __future__ import annotations
@@ -54,7 +55,11 @@ class SkillPolicy:
         self.deterministic = deterministic
         self.spaces = observation_spaces(obs_space)
         self.uses_prev_action = PREV_ACTION_KEY in self.spaces
-        self.obs_keys = tuple(k for k in self.spaces if k != PREV_ACTION_KEY)  # keys the env must give
+        # Sensors only the critic read in training (policy.critic_only_keys): the actor never reads them, so
+        # the env need not serve them and zeros stand in for them.
+        self.critic_only_keys = tuple(k for k in actor_critic.critic_only_keys if k in self.spaces)
+        self.obs_keys = tuple(k for k in self.spaces  # keys the env must give
+                              if k != PREV_ACTION_KEY and k not in self.critic_only_keys)
         self.reset()
 
     @classmethod
@@ -103,6 +108,8 @@ class SkillPolicy:
         batch = {k: torch.as_tensor(np.asarray(obs[k], dtype=np.float32)).unsqueeze(0) for k in self.obs_keys}
         if self.uses_prev_action:
             batch[PREV_ACTION_KEY] = torch.as_tensor(self.prev_action).unsqueeze(0)
+        for k in self.critic_only_keys:
+            batch[k] = torch.zeros((1, *self.spaces[k].shape))
         out = self.actor_critic.act(batch, self.hidden, self.episode_start, deterministic=self.deterministic)
         self.hidden = out.hidden
         self.episode_start = torch.zeros(1, dtype=torch.bool)

@@ -65,6 +65,8 @@ overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups)
                                     (an ordinary start instead; for an oracle stuck without base movement)
   skill.start_grasp.max_arm_offset=0.5 skill.start_grasp.max_tilt=0.6
                                     place: varied in-hand starts, as a real pick leaves them (training only)
+  'skill.critic_obs_keys=[obj_start_sensor]'   sensors only the critic reads (an asymmetric actor-critic,
+                                    feed-forward policies); the trained policy never asks for them
   output_dir=runs/pick              where config.yaml, metrics.jsonl, tensorboard/, checkpoints/ go
 
 examples:
@@ -212,7 +214,9 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyError, ValueError, ConfigError) as exc:  # EpisodeFileError is a ValueError
         exit_with_error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
 
-    print(f"training skill {skill.name} (profile {cfg.get('profile', 'unknown')}): obs {', '.join(skill.obs_keys)}; "
+    critic_only = list(skill_cfg.get("critic_obs_keys") or [])
+    print(f"training skill {skill.name} (profile {cfg.get('profile', 'unknown')}): obs {', '.join(skill.obs_keys)}"
+          f"{' (critic only: ' + ', '.join(critic_only) + ')' if critic_only else ''}; "
           f"actions {'+'.join(skill.action_subsets)} ({skill.action_dim} dims); {skill.train_max_steps} steps "
           f"per episode -> {output_dir}", file=sys.stderr)
 

@@ -125,3 +125,23 @@ def test_train_skill_rejects_a_bad_oracle_start_before_any_work(capsys, tmp_path
                                                       "skill.oracle_start.prob=2"])
     assert "skill.oracle_start.prob" in line
     assert not (tmp_path / "run" / "episodes").exists()
+
+
+def test_the_prefix_reads_no_sensors_but_the_hand_over_observation_is_current():
+    """The oracle's prefix steps skip the sensors (`step_full(observe=False)`); the observation handed to the
+    policy is the one its state gives, and a plain step still observes."""
+    env = _place_env(1.0, ("raise", "above", "lower"), 5)
+    try:
+        calls = []
+        base = env.unwrapped
+        original = base._obs
+        base._obs = lambda: calls.append(1) or original()
+        obs, info = env.reset(seed=3)
+        assert info["oracle_start"] == 1.0 and info["num_steps"] > 5
+        assert len(calls) == 2  # the reset's and the hand-over's, none for the prefix's steps
+        now = base.observation()
+        assert all(np.array_equal(obs[k], now[k]) for k in now)
+        assert base.step_full(np.zeros(11), observe=False)[0] is None
+        assert set(env.step(np.zeros(env.action_space.shape, dtype=np.float32))[0]) == set(now)
+    finally:
+        env.close()

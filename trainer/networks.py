@@ -15,7 +15,9 @@ Two architectures (`policy.architecture`):
 - `feedforward`: no LSTM; the visual embedding (shared, if there are images) and the normalised
   vector go into two separate MLPs (`policy.feedforward.actor` / `.critic`, `activation` tanh or
   relu, orthogonal init with gain sqrt(2); action head gain 0.01, value head gain 1, like CleanRL's
-  ppo_continuous_action).
+  ppo_continuous_action). `policy.critic_only_keys` (feed-forward only) names vector observations
+  that only the critic reads (an asymmetric actor-critic, Pinto et al. 2018): the actor's MLP never
+  sees those columns, so a deployed policy acts the same whatever they hold.
 
 Recurrent state layout (CONTRACTS.md): `hidden` is `[B, 2 * num_layers, hidden_size]`, rows
 `[0:num_layers]` are the LSTM's h per layer and rows `[num_layers:]` its c per layer. A
@@ -145,6 +147,11 @@ class ActorCritic(nn.Module):
         vec_dim = sum(int(np.prod(spaces[k].shape)) for k in self.vector_keys)
         if visual_dim + vec_dim == 0:
             raise ValueError("the observation space has no entries")
+        self.critic_only_keys = tuple(sorted(str(k) for k in (policy_cfg.get("critic_only_keys") or ())))
+        actor_columns = self._actor_columns(visual_dim)
+        actor_in = visual_dim + vec_dim if actor_columns is None else int(actor_columns.numel())
+        # Feature columns of the actor's input (None: all); not saved, rebuilt from the config.
+        self.register_buffer("actor_columns", actor_columns, persistent=False)
 
         self.obs_norm: RunningMeanStd | None = None
         if bool(policy_cfg.get("obs_norm", False)) and vec_dim > 0:
@@ -169,7 +176,7 @@ class ActorCritic(nn.Module):
         else:
             ff_cfg = policy_cfg["feedforward"]
             activation = str(ff_cfg["activation"])
-            self.actor, actor_dim = _ff_mlp(visual_dim + vec_dim, ff_cfg["actor"], activation)
+            self.actor, actor_dim = _ff_mlp(actor_in, ff_cfg["actor"], activation)
             self.critic, critic_dim = _ff_mlp(visual_dim + vec_dim, ff_cfg["critic"], activation)
 
         self.action_head = make_action_head(actor_dim, action_space, policy_cfg["action"])
@@ -180,6 +187,26 @@ class ActorCritic(nn.Module):
         # value = value_head(out) * value_std + value_mean. Saved with the weights.
         self.register_buffer("value_mean", torch.zeros(()))
         self.register_buffer("value_std", torch.ones(()))
+
+    def _actor_columns(self, visual_dim: int) -> torch.Tensor | None:
+        """Indices of the feature columns the actor reads (the visual embedding, then every vector column
+        of a key not in `critic_only_keys`); None without critic-only keys. ValueError for a bad key."""
+        if not self.critic_only_keys:
+            return None
+        if self.is_recurrent:
+            raise ValueError("policy.critic_only_keys needs policy.architecture=feedforward (the recurrent "
+                             "policy shares one trunk between actor and critic)")
+        unknown = [k for k in self.critic_only_keys if k not in self.vector_keys]
+        if unknown:
+            raise ValueError(f"policy.critic_only_keys names {', '.join(unknown)}, not a vector observation; "
+                             f"valid choices: {', '.join(self.vector_keys)}")
+        columns = list(range(visual_dim))
+        start = visual_dim
+        for key in self.vector_keys:
+            if key not in self.critic_only_keys:
+                columns.extend(range(start, start + self.vector_sizes[key]))
+            start += self.vector_sizes[key]
+        return torch.tensor(columns, dtype=torch.long)
 
     # ------------------------------------------------------------------ state helpers
     def initial_hidden(self, batch: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -247,10 +274,14 @@ class ActorCritic(nn.Module):
         """Value in reward units from the LSTM output (feed-forward: the critic MLP's output), `[B]`."""
         return self.value_head(rnn_out).squeeze(-1) * self.value_std + self.value_mean
 
+    def _actor_features(self, features: torch.Tensor) -> torch.Tensor:
+        """The actor's input from the full embedding (without the critic-only columns)."""
+        return features if self.actor_columns is None else features.index_select(1, self.actor_columns)
+
     def _feedforward(self, obs: Mapping[str, torch.Tensor]) -> tuple[ActionDist, torch.Tensor]:
         """Action distribution and value of a feed-forward policy."""
         features = self.encode(obs)
-        return self.action_head(self.actor(features)), self.value(self.critic(features))
+        return self.action_head(self.actor(self._actor_features(features))), self.value(self.critic(features))
 
     @torch.no_grad()
     def set_value_normalization(self, mean: torch.Tensor, std: torch.Tensor) -> None:
@@ -316,7 +347,7 @@ class ActorCritic(nn.Module):
     ) -> ActionDist:
         """The action distribution of every row, rows laid out as in `evaluate` (behaviour cloning)."""
         if not self.is_recurrent:
-            return self.action_head(self.actor(self.encode(obs)))
+            return self.action_head(self.actor(self._actor_features(self.encode(obs))))
         return self.action_head(self._sequence_outputs(obs, initial_hidden, seq_lengths))
 
     def _sequence_outputs(

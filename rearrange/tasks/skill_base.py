@@ -13,7 +13,7 @@ from dataclasses import MISSING, fields
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
 from rearrange.actions import check_subsets
-from rearrange.sensors import SensorTarget
+from rearrange.sensors import SensorTarget, check_sensor_names
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import ForceMonitor, ForceStep, norm
 
@@ -52,6 +52,23 @@ def skill_action_subsets(cfg: Mapping[str, Any]) -> tuple[str, ...]:
     return check_subsets(subsets)
 
 
+def skill_obs_keys(cfg: Mapping[str, Any]) -> tuple[str, ...]:
+    """The sensors a skill env serves: `obs_keys` (the policy's) then `critic_obs_keys` (absent: none), the
+    vector sensors only the critic reads while training (`policy.critic_only_keys`, an asymmetric
+    actor-critic). ValueError (one line) for an unknown sensor, an image or a key in both lists."""
+    obs_keys = tuple(str(k) for k in cfg["obs_keys"])
+    critic_keys = tuple(str(k) for k in (cfg.get("critic_obs_keys") or ()))
+    try:
+        check_sensor_names(obs_keys + critic_keys)
+    except ValueError as exc:
+        raise ValueError(f"skill.obs_keys / skill.critic_obs_keys: {exc}") from None
+    bad = [k for k in critic_keys if k in obs_keys or k == "head_depth"]
+    if bad or len(set(critic_keys)) != len(critic_keys):
+        raise ValueError(f"skill.critic_obs_keys must be vector sensors, each once, that are not in skill.obs_keys "
+                         f"(got {', '.join(critic_keys)}; obs_keys: {', '.join(obs_keys)})")
+    return obs_keys + critic_keys
+
+
 def ee_to_rest(sim: RearrangeSim) -> float:
     """|resting position - ee position| in the base frame (habitat's relative_resting_position norm)."""
     return norm(sim.resting_pos_base - sim.ee_pos_base)
@@ -71,7 +88,7 @@ class SkillTask:
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         self.cfg = cfg
         self.name = str(cfg["name"])
-        self.obs_keys = tuple(cfg["obs_keys"])
+        self.obs_keys = skill_obs_keys(cfg)
         self.action_subsets = skill_action_subsets(cfg)
         self.base_reverse_speed = skill_base_reverse_speed(cfg)
         self.max_steps = int(cfg["max_steps"])
