@@ -59,7 +59,7 @@ class ReleaseGate:
         self._obj = obj
         self._goal = None if goal is None else np.asarray(goal, dtype=np.float64)
         self._last_pos = None if obj is None or self.settle_steps == 0 else sim.object_pos(obj)
-        self._step_seconds = step_seconds(sim)
+        self._step_seconds = sim.step_seconds
         self._settled = 0
 
     def check(self, sim: RearrangeSim, action: np.ndarray) -> str | None:
@@ -86,12 +86,6 @@ class ReleaseGate:
                 action[part] = 0.0
             return "settled"
         return None
-
-
-def step_seconds(sim: RearrangeSim) -> float:
-    """Simulated seconds per policy step (physics timestep x substeps)."""
-    physics = sim.cfg["physics"]
-    return float(physics["timestep"]) * int(physics["substeps"])
 
 
 class PushGuard:

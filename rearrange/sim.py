@@ -233,7 +233,7 @@ class RearrangeSim:
         new_xy, new_yaw, blocked = self._base_motion.move(
             self._base_xy, self._base_yaw, np.asarray(base, dtype=np.float64), self._obstacle_arrays)
         moving = bool(np.any(new_xy != start_xy) or new_yaw != start_yaw)
-        vel = np.array([*(new_xy - start_xy), new_yaw - start_yaw]) / (self._n_sub * m.opt.timestep)
+        vel = np.array([*(new_xy - start_xy), new_yaw - start_yaw]) / self.step_seconds
         stall, contact_forces = self._stall_force, self._contact_forces
         held = self._obj_index.get(self._suction.grasped)  # index of the held object; None: none or a handle
         xy, yaw = start_xy, start_yaw
@@ -282,6 +282,11 @@ class RearrangeSim:
         """Write the base joints (kinematic): position and the velocity of the current motion."""
         self.data.qpos[self._base_qadr] = (xy[0], xy[1], yaw)
         self.data.qvel[self._base_dadr] = 0.0 if vel is None else vel
+
+    @property
+    def step_seconds(self) -> float:
+        """Simulated seconds per `step` (the physics timestep times the substeps)."""
+        return self._n_sub * float(self.model.opt.timestep)
 
     @property
     def base_xy(self) -> np.ndarray:

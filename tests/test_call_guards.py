@@ -8,7 +8,6 @@ from agent_doubles import FirstCallReplaced, Idle, hab_env
 
 from eval.agent import HabAgent
 from eval.agent_config import check_agent_config
-from eval.call_guards import step_seconds
 
 
 class _SwingAndRelease(Idle):
@@ -38,7 +37,7 @@ def _release_speed(settle_steps: int) -> tuple[int, int, float]:
         agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: _SwingAndRelease(oracle.skill, log)),
                          max_replans=0, release_settle_steps=settle_steps, release_settle_speed=0.1)
         out = agent.run_episode(env, 0)
-        dt = step_seconds(env.sim)
+        dt = env.sim.step_seconds
     finally:
         env.close()
     place = next(r for r in out.skill_runs if r.skill == "place")
