@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 ACTION_DIM = 11
 ACTION_SLICES: dict[str, slice] = {
@@ -73,7 +76,7 @@ def _subset_indices(subset_names: tuple[str, ...]) -> tuple[np.ndarray, slice | 
 
 
 def expand_action(subset_names: Sequence[str], a: np.ndarray, reverse_speed: float = 1.0,
-                  sim: Any = None) -> np.ndarray:
+                  sim: RearrangeSim | None = None) -> np.ndarray:
     """Map a subset action (concatenated in `SUBSET_ORDER`) into the full 11-vector, clipped to [-1, 1];
     a reverse base speed command is then scaled by `reverse_speed` (1: as forwards). An `arm_ee`
     command becomes the arm entries at `sim`'s current arm state (required then)."""

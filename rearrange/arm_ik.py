@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
-def delta_per_step(sim: Any) -> float:
+
+def delta_per_step(sim: RearrangeSim) -> float:
     """Radians one full arm action entry adds to a joint target (the simulator owns the number)."""
     return float(sim.cfg["arm"]["delta_per_step"])
 
@@ -35,7 +38,7 @@ def nullspace_projector(jacobian: np.ndarray, damping: float) -> np.ndarray:
     return np.eye(n) - j_pinv @ jacobian
 
 
-def joint_delta_to_action(sim: Any, q: np.ndarray, dq: np.ndarray, margin: float) -> np.ndarray:
+def joint_delta_to_action(sim: RearrangeSim, q: np.ndarray, dq: np.ndarray, margin: float) -> np.ndarray:
     """Clip `q + dq` into the joint limits (less `margin`) and scale the step into the [-1, 1] action box.
 
     The whole vector is scaled uniformly (not clipped per joint) so the ee keeps its direction.
@@ -72,7 +75,7 @@ class EEControl:
         return out
 
 
-def ee_delta_to_arm_action(sim: Any, command: np.ndarray) -> np.ndarray:
+def ee_delta_to_arm_action(sim: RearrangeSim, command: np.ndarray) -> np.ndarray:
     """(7,) arm joint-delta action that moves the ee by `command` (3,) in [-1, 1] times `ctrl_lim`
     metres along the base frame's axes (x forward, y left, z up) this step.
 

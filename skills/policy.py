@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -25,6 +25,9 @@ from skills.definitions import SkillDef, skill_def_from_config
 from trainer.checkpoint import CheckpointError, load_checkpoint
 from trainer.networks import ActorCritic, observation_spaces
 from trainer.wrappers import PREV_ACTION_KEY, previous_action_obs
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 
 def set_inference_threads(threads: Any) -> None:
@@ -118,7 +121,7 @@ class SkillPolicy:
             self.prev_action = previous_action_obs(action, self.actor_critic.action_space)
         return np.clip(action, -1.0, 1.0)
 
-    def full_action(self, subset_action: np.ndarray, sim: Any = None) -> np.ndarray:
+    def full_action(self, subset_action: np.ndarray, sim: RearrangeSim | None = None) -> np.ndarray:
         """The skill action written into the 11-dim full action vector (unused entries 0); a skill with
         the `arm_ee` subset needs the simulator it acts in."""
         return expand_action(self.skill.action_subsets, subset_action, self.skill.base_reverse_speed, sim)
