@@ -7,12 +7,20 @@ import numpy as np
 import pytest
 
 from rearrange.actions import ACTION_DIM, ACTION_SLICES, expand_action
+from rearrange.apartment import in_footprint
 from rearrange.env import make_registered_env
 from rearrange.layout import generate_layout, layout_seeds
 from rearrange.sim import RearrangeSim
 from rearrange.tasks.skill_tasks import SKILL_ENV_IDS, SKILL_NAMES, register_skill_envs
 from skills.oracles.base import select_subset
-from skills.oracles.base_follow import BaseFollower, FollowGains, furniture_clearance
+from skills.oracles.base_follow import (
+    DOOR_MIN_HEIGHT,
+    BaseFollower,
+    FollowGains,
+    box_distance,
+    furniture_clearance,
+    wall_between,
+)
 from skills.oracles.factory import ORACLES, make_oracle, oracle_config
 from skills.oracles.ik import ArmIK, IKGains
 
@@ -40,6 +48,36 @@ def _world(sim, p_base):
     c, s = np.cos(sim.base_yaw), np.sin(sim.base_yaw)
     x, y = sim.base_xy
     return np.array([x + c * p_base[0] - s * p_base[1], y + s * p_base[0] + c * p_base[1], p_base[2]])
+
+
+def test_clearance_and_wall_tests_agree_box_by_box_with_doors_open():
+    """furniture_clearance and wall_between test every box at once; they must give exactly what testing one
+    box at a time gives (box_distance, in_footprint), open doors and drawers included."""
+    layout = generate_layout(layout_seeds("val")[0])
+    s = RearrangeSim(layout, ["apple"])
+    try:
+        s.reset_state({}, {"fridge": 1.2, "drawer_0": 0.3}, np.array(layout.articulated["fridge"].front_center), 0.0)
+        assert len(s.moving_part_boxes()) >= 2
+        rng = np.random.default_rng(0)
+        pts = rng.uniform(-1.0, 1.0, (300, 2)) * 6.0
+        for above in (0.0, 0.5, 1.0, 3.0):
+            boxes = [b for b in (*layout.obstacles_2d(), *s.moving_part_boxes())
+                     if b.center[2] + b.half_size[2] > above]
+            one_by_one = np.min([box_distance(b, pts) for b in boxes], axis=0) if boxes else np.full(len(pts), np.inf)
+            assert np.array_equal(furniture_clearance(s, pts, above), one_by_one)
+        target = np.array(layout.articulated["drawer_0"].front_center[:2])
+        cands = pts[:40]
+        doors = [b for b in s.moving_part_boxes() if b.center[2] + b.half_size[2] > DOOR_MIN_HEIGHT]
+        blockers = [*layout.walls, *(b for b in doors if box_distance(b, target)[0] > 0.1)]
+        assert len(blockers) > len(layout.walls)  # the open fridge door is one
+        n = int(np.ceil(np.max(np.linalg.norm(cands - target, axis=1)) / 0.02))
+        expected = [any(np.any(in_footprint(b.center, b.half_size, b.yaw,
+                                            c + np.linspace(0.0, 1.0, n + 1)[:, None] * (target - c)))
+                        for b in blockers) for c in cands]
+        crossed = wall_between(s, cands, target)
+        assert crossed.tolist() == expected and any(expected) and not all(expected)
+    finally:
+        s.close()
 
 
 def test_every_skill_has_an_oracle():

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rearrange.apartment import box_frame, in_footprint
+from rearrange.apartment import box_frame, boxes_frame
 from rearrange.navmap import moving_obstacles, planning_map
 from rearrange.sensors import wrap_angle
 
@@ -302,12 +302,14 @@ def furniture_clearance(sim, points_xy: np.ndarray, above_z: float) -> np.ndarra
     """Horizontal distance from each of (N, 2) points to the nearest wall or furniture footprint whose
     top is higher than `above_z` (what an arm held at that height would hit)."""
     pts = np.asarray(points_xy, dtype=np.float64).reshape(-1, 2)
-    best = np.full(len(pts), np.inf)
-    for box in [*sim.layout.obstacles_2d(), *sim.moving_part_boxes()]:
-        if float(box.center[2]) + float(box.half_size[2]) <= above_z:
-            continue
-        best = np.minimum(best, box_distance(box, pts))
-    return best
+    boxes = [b for b in (*sim.layout.obstacles_2d(), *sim.moving_part_boxes())
+             if float(b.center[2]) + float(b.half_size[2]) > above_z]
+    if not boxes:
+        return np.full(len(pts), np.inf)
+    lx, ly, half = boxes_frame(boxes, pts)  # every box at once: box_distance's arithmetic, the same numbers
+    ex = np.maximum(np.abs(lx) - half[:, 0:1], 0.0)
+    ey = np.maximum(np.abs(ly) - half[:, 1:2], 0.0)
+    return np.hypot(ex, ey).min(axis=0)
 
 
 def container_outward(sim, point: np.ndarray) -> np.ndarray | None:
@@ -363,9 +365,8 @@ def wall_between(sim, cands: np.ndarray, target_xy: np.ndarray, step: float = 0.
     # every sample of every line at once, (n + 1, N, 2): one footprint test per blocker, not per sample
     pts = cands[None] + np.linspace(0.0, 1.0, n + 1)[:, None, None] * (target - cands)[None]
     flat = pts.reshape(-1, 2)
-    crossed = np.zeros(len(flat), dtype=bool)
-    for box in blockers:
-        crossed |= in_footprint(box.center, box.half_size, box.yaw, flat)
+    lx, ly, half = boxes_frame(blockers, flat)  # every blocker at once, as in_footprint tests one
+    crossed = ((np.abs(lx) <= half[:, 0:1]) & (np.abs(ly) <= half[:, 1:2])).any(axis=0)
     return crossed.reshape(len(pts), len(cands)).any(axis=0)
 
 
