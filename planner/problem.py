@@ -16,6 +16,7 @@ progressive completion): `open_k` before the first pick that needs container k, 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -263,7 +264,14 @@ def _stages(
 
 
 def build_planner(problem: ScenarioProblem, planner_cfg: Mapping[str, Any]) -> Planner:
-    """Parse the problem's PDDL text with the `pddl` library and ground it into a `Planner`."""
+    """Parse the problem's PDDL text with the `pddl` library and ground it into a `Planner`; the same
+    problem again (eval-hab plans every episode up front, then its agent plans it once more) gets the
+    same `Planner`, with the plans it already found (a Planner's answers never change)."""
+    rank = tuple(sorted(problem.entity_rank().items()))
+    return _planner(problem.to_pddl(), rank, int(planner_cfg["search"]["max_expansions"]))
+
+
+@functools.lru_cache(maxsize=64)  # a 50-episode evaluation's problems, per process
+def _planner(text: str, rank: tuple[tuple[str, int], ...], max_expansions: int) -> Planner:
     domain = load_domain()
-    parsed = parse_problem_text(problem.to_pddl(), domain)
-    return Planner(domain, parsed, problem.entity_rank(), int(planner_cfg["search"]["max_expansions"]))
+    return Planner(domain, parse_problem_text(text, domain), dict(rank), max_expansions)

@@ -188,6 +188,30 @@ def test_plan_order_follows_target_order(layout, th, planner_cfg):
     assert _plan_text(plan) == _fetch(2) + _fetch(0) + _fetch(1)
 
 
+@pytest.mark.parametrize("scenario", [prepare_groceries, set_table])
+def test_a_remembered_rest_of_plan_is_what_a_new_search_returns(layout, th, planner_cfg, scenario):
+    """plan() answers a state on a plan it found with the rest of that plan; a fresh search from every
+    such state, and from states a random walk reaches (off the plans), must return the same."""
+    planner = build_planner(_problem(layout, th, scenario(layout), close=True), planner_cfg)
+    fresh = build_planner(_problem(layout, th, scenario(layout), close=True), planner_cfg)
+    full = planner.plan()
+    state = planner.init
+    for k, action in enumerate(full):
+        assert planner.plan(state) == full[k:] == fresh.search(state)
+        state = planner.apply(state, action)
+    rng = np.random.default_rng(0)
+    for _ in range(12):  # walks of random applicable actions: plans from there, then states on those plans
+        state = planner.init
+        for _ in range(int(rng.integers(1, 8))):
+            options = planner.applicable(state)
+            state = planner.apply(state, options[int(rng.integers(len(options)))])
+        first = planner.plan(state)
+        assert first == fresh.search(state)
+        for action in first[:3]:
+            state = planner.apply(state, action)
+            assert planner.plan(state) == fresh.search(state)
+
+
 def test_plan_reaches_goal_when_applied(layout, th, planner_cfg):
     planner = build_planner(_problem(layout, th, set_table(layout), close=True), planner_cfg)
     state = planner.init
