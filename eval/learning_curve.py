@@ -96,11 +96,9 @@ def format_table(table: list[dict[str, float]]) -> str:
 
 def binned(rows: list[dict[str, float]], key: str, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(bin centre steps, episode-weighted mean of `key`, episodes per bin) over `bins` equal step bins."""
-    steps = np.array([r["env_steps"] for r in rows], dtype=np.float64)
     weights = np.array([r["metrics/episodes"] for r in rows], dtype=np.float64)
     values = np.array([r.get(key, np.nan) for r in rows], dtype=np.float64)
-    edges = np.linspace(0.0, steps.max(), bins + 1)
-    idx = np.clip(np.digitize(steps, edges[1:-1]), 0, bins - 1)
+    edges, idx = _step_bins(rows, bins)
     centres, means, counts = [], [], []
     for b in range(bins):
         sel = (idx == b) & np.isfinite(values)
@@ -111,11 +109,16 @@ def binned(rows: list[dict[str, float]], key: str, bins: int) -> tuple[np.ndarra
     return np.array(centres), np.array(means), np.array(counts)
 
 
-def ordinary_start_bins(rows: list[dict[str, float]], bins: int) -> tuple[np.ndarray, np.ndarray]:
-    """(bin centre steps, success from ordinary starts) over `bins` equal step bins (`ordinary_start_success`)."""
+def _step_bins(rows: list[dict[str, float]], bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """(edges of `bins` equal env-step bins from 0 to the last step, each row's bin index)."""
     steps = np.array([r["env_steps"] for r in rows], dtype=np.float64)
     edges = np.linspace(0.0, steps.max(), bins + 1)
-    idx = np.clip(np.digitize(steps, edges[1:-1]), 0, bins - 1)
+    return edges, np.clip(np.digitize(steps, edges[1:-1]), 0, bins - 1)
+
+
+def ordinary_start_bins(rows: list[dict[str, float]], bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """(bin centre steps, success from ordinary starts) over `bins` equal step bins (`ordinary_start_success`)."""
+    edges, idx = _step_bins(rows, bins)
     centres, values = [], []
     for b in range(bins):
         value, episodes = ordinary_start_success([r for r, i in zip(rows, idx, strict=True) if i == b])

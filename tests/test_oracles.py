@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rearrange.actions import ACTION_DIM, ACTION_SLICES, expand_action
-from rearrange.apartment import in_footprint
+from rearrange.apartment import box_frame, in_footprint
 from rearrange.env import make_registered_env
 from rearrange.layout import generate_layout, layout_seeds
 from rearrange.sim import RearrangeSim
@@ -50,9 +50,15 @@ def _world(sim, p_base):
     return np.array([x + c * p_base[0] - s * p_base[1], y + s * p_base[0] + c * p_base[1], p_base[2]])
 
 
+def _footprint_distance(box, pts):
+    """One box's footprint distance the plain way (apartment.box_frame), the reference for the batched tests."""
+    lx, ly = box_frame(box.center, box.yaw, pts)
+    return np.hypot(np.maximum(np.abs(lx) - box.half_size[0], 0.0), np.maximum(np.abs(ly) - box.half_size[1], 0.0))
+
+
 def test_clearance_and_wall_tests_agree_box_by_box_with_doors_open():
     """furniture_clearance and wall_between test every box at once; they must give exactly what testing one
-    box at a time gives (box_distance, in_footprint), open doors and drawers included."""
+    box at a time gives (box_frame, in_footprint), open doors and drawers included."""
     layout = generate_layout(layout_seeds("val")[0])
     s = RearrangeSim(layout, ["apple"])
     try:
@@ -63,7 +69,7 @@ def test_clearance_and_wall_tests_agree_box_by_box_with_doors_open():
         for above in (0.0, 0.5, 1.0, 3.0):
             boxes = [b for b in (*layout.obstacles_2d(), *s.moving_part_boxes())
                      if b.center[2] + b.half_size[2] > above]
-            one_by_one = np.min([box_distance(b, pts) for b in boxes], axis=0) if boxes else np.full(len(pts), np.inf)
+            one_by_one = np.min([_footprint_distance(b, pts) for b in boxes], axis=0) if boxes else np.full(len(pts), np.inf)
             assert np.array_equal(furniture_clearance(s, pts, above), one_by_one)
         target = np.array(layout.articulated["drawer_0"].front_center[:2])
         cands = pts[:40]

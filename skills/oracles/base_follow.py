@@ -8,12 +8,12 @@ before the goal so it stops on it, and replans when the base is blocked or has l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from rearrange.apartment import box_frame, boxes_frame
+from rearrange.apartment import Box, boxes_frame
 from rearrange.navmap import moving_obstacles, planning_map
 from rearrange.sensors import wrap_angle
 
@@ -290,12 +290,17 @@ def standing_point(sim, target_xy: np.ndarray, preferred: float, max_dist: float
     return centres[int(np.argmin(cost))]
 
 
+def boxes_distance(boxes: Sequence[Box], points_xy: np.ndarray) -> np.ndarray:
+    """Horizontal distance from each of (N, 2) points to each box's footprint (0 inside), shape (boxes, N)."""
+    lx, ly, half = boxes_frame(boxes, points_xy)
+    ex = np.maximum(np.abs(lx) - half[:, 0:1], 0.0)
+    ey = np.maximum(np.abs(ly) - half[:, 1:2], 0.0)
+    return np.hypot(ex, ey)
+
+
 def box_distance(box, points_xy: np.ndarray) -> np.ndarray:
     """Horizontal distance from each of (N, 2) points to a box's footprint (0 inside)."""
-    lx, ly = box_frame(box.center, box.yaw, points_xy)
-    ex = np.maximum(np.abs(lx) - float(box.half_size[0]), 0.0)
-    ey = np.maximum(np.abs(ly) - float(box.half_size[1]), 0.0)
-    return np.hypot(ex, ey)
+    return boxes_distance([box], points_xy)[0]
 
 
 def furniture_clearance(sim, points_xy: np.ndarray, above_z: float) -> np.ndarray:
@@ -306,10 +311,7 @@ def furniture_clearance(sim, points_xy: np.ndarray, above_z: float) -> np.ndarra
              if float(b.center[2]) + float(b.half_size[2]) > above_z]
     if not boxes:
         return np.full(len(pts), np.inf)
-    lx, ly, half = boxes_frame(boxes, pts)  # every box at once: box_distance's arithmetic, the same numbers
-    ex = np.maximum(np.abs(lx) - half[:, 0:1], 0.0)
-    ey = np.maximum(np.abs(ly) - half[:, 1:2], 0.0)
-    return np.hypot(ex, ey).min(axis=0)
+    return boxes_distance(boxes, pts).min(axis=0)  # every box at once
 
 
 def container_outward(sim, point: np.ndarray) -> np.ndarray | None:
