@@ -501,3 +501,31 @@ def test_place_reward_dist_pays_the_release_only_that_close(place_dist):
 def test_place_reward_dist_beyond_the_success_threshold_is_named():
     with pytest.raises(ValueError, match="place_reward_dist"):
         make_env("place", reward__place_reward_dist=0.2)
+
+
+@pytest.mark.parametrize("pen,end", [(0.0, False), (1.0, True)])
+def test_pick_knocking_another_object_counts_once_and_costs_knock_pen(pen, end):
+    """knock_pen > 0 (deviation): another object of the episode moved past knock_dist from its start costs the pen
+    once and knock_should_end ends the episode; `knocked` counts such objects whatever the cost; the target's own
+    motion never counts."""
+    env = make_env("pick", reward__knock_pen=pen, reward__knock_should_end=end)
+    sim, target = env.sim, env.task.target
+    others = [o.name for o in env.current_episode.objects if o.name != target]
+    assert others, "the pick episode needs a second object"
+    sim.set_object_pose(target, sim.object_pos(target) + np.array([0.0, 0.0, 0.3]), sim.object_quat(target))
+    _, _, term, _, info = env.step(action(env))
+    assert info["knocked"] == 0.0 and "reward/knock" not in info and not term
+    sim.set_object_pose(others[0], sim.object_pos(others[0]) + np.array([0.0, 0.0, 0.3]), sim.object_quat(others[0]))
+    _, _, term, _, info = env.step(action(env))
+    assert info["knocked"] == 1.0 and term == end and info.get("reward/knock", 0.0) == -pen
+    if not end:
+        _, _, term, _, info = env.step(action(env))
+        assert info["knocked"] == 1.0 and "reward/knock" not in info  # once per object
+    env.close()
+
+
+def test_pick_bad_knock_values_are_named():
+    with pytest.raises(ValueError, match="knock_pen"):
+        make_env("pick", reward__knock_pen=-1.0)
+    with pytest.raises(ValueError, match="knock_dist"):
+        make_env("pick", reward__knock_dist=0.0)

@@ -6,7 +6,9 @@ drop_pen when the held target is lost (ends); contact-force penalty and force te
 success_reward when successful. Optional (deviation, `approach_reward` > 0): approach_reward x decrease
 of the geodesic base distance to the navigable points within `approach_reach` of the object, until the
 first grasp of the target (`rearrange.tasks.approach`); and (`exit_offset` > 0) for a target in a fridge,
-the held object's remaining way out of the compartment added to the ee->rest distance (`ContainerExit`).
+the held object's remaining way out of the compartment added to the ee->rest distance (`ContainerExit`);
+and (`knock_pen` > 0) knock_pen once for each other object of the episode moved more than `knock_dist`
+from where the episode put it (`KnockWatch`; `info["knocked"]` counts them whatever the cost).
 Success: holding the target with the ee within `ee_resting_threshold` of the resting position; the
 episode ends on success.
 """
@@ -24,7 +26,7 @@ from rearrange.grasp_pose import ArmStartNoise, perturb_arm
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, ContainerExit, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
-from rearrange.tasks.rewards import DistanceDelta, norm
+from rearrange.tasks.rewards import DistanceDelta, KnockWatch, norm
 from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
 
 if TYPE_CHECKING:
@@ -46,6 +48,9 @@ class PickReward:
     wrong_pick_should_end: bool
     drop_pen: float
     drop_should_end: bool
+    knock_pen: float = 0.0  # deviation when > 0 (absent in configs saved before 2026-11-28: off)
+    knock_dist: float = 0.1
+    knock_should_end: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,11 @@ class PickTask(SkillTask):
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
         self.exit = ContainerExit(check_offset_cfg(cfg["reward"], "exit_offset", self.name))
+        r = self.reward_cfg
+        if not r.knock_pen >= 0.0 or not r.knock_dist > 0.0:
+            raise ValueError(f"skill.reward: knock_pen must be >= 0 and knock_dist > 0 "
+                             f"(got {r.knock_pen} and {r.knock_dist})")
+        self.knocks = KnockWatch(r.knock_dist)
         self.target: str | None = None
         self.prev_grasped: str | None = None
         self.picked_once = False
@@ -90,6 +100,7 @@ class PickTask(SkillTask):
         self.exit.reset(sim, receptacle)
         self.dist.reset(self._distance(sim))
         self.approach.reset(sim, sim.object_pos(self.target), receptacle)
+        self.knocks.reset(sim, [o.name for o in episode.objects if o.name != self.target])
         if sim.grasped == self.target:
             self.approach.stop()
 
@@ -127,6 +138,11 @@ class PickTask(SkillTask):
         terms["dist"] = self.dist(self._distance(sim))
         terms["approach"] = self.approach(sim)
         terminated |= self._force_step(sim, terms, info)
+        knocked = self.knocks(sim)
+        if knocked and r.knock_pen > 0.0:
+            terms["knock"] = -r.knock_pen * knocked
+            terminated |= r.knock_should_end
+        info["knocked"] = float(self.knocks.count)
         rest = ee_to_rest(sim)
         success = grasped == self.target and rest < s.ee_resting_threshold
         if success:

@@ -4,6 +4,8 @@
   reset (habitat's `cur_dist = -1` "stale" convention), so a policy is paid for progress only.
 - `ForceMonitor`: contact-force penalty and force-based termination (habitat `RobotForce`,
   `ForceTerminate` and `RearrangeReward._get_coll_reward`).
+- `KnockWatch`: which of the other objects a skill moved from where its episode put them (knocked
+  over, shoved along, pushed off the furniture).
 - `slack`, success bonus and the other event bonuses are plain config numbers added by the tasks.
 
 Every coefficient comes from `configs/skill/<name>.yaml`; nothing here has a default.
@@ -12,13 +14,16 @@ Every coefficient comes from `configs/skill/<name>.yaml`; nothing here has a def
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rearrange.sensors import wrap_angle
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 
 class DistanceDelta:
@@ -103,6 +108,38 @@ class ForceMonitor:
             penalty += self.force_end_pen
         return ForceStep(force=force, added=added, accumulated=self.accumulated, penalty=penalty,
                          terminate=bool(terminate))
+
+
+class KnockWatch:
+    """Counts the objects, other than the skill's own, moved more than `dist` (m) from their reset position.
+
+    `reset(sim, names)` records where `names` stand; each call then returns how many of them moved past
+    `dist` for the first time this step (each object counts once per episode) and `count` holds the total.
+    """
+
+    def __init__(self, dist: float) -> None:
+        self.dist = float(dist)
+        self.names: tuple[str, ...] = ()
+        self.start = np.zeros((0, 3))
+        self.moved = np.zeros(0, dtype=bool)
+
+    def reset(self, sim: RearrangeSim, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self.start = np.array([sim.object_pos(n) for n in self.names]).reshape(-1, 3)
+        self.moved = np.zeros(len(self.names), dtype=bool)
+
+    @property
+    def count(self) -> int:
+        return int(self.moved.sum())
+
+    def __call__(self, sim: RearrangeSim) -> int:
+        if not self.names:
+            return 0
+        pos = np.array([sim.object_pos(n) for n in self.names])
+        now = np.linalg.norm(pos - self.start, axis=1) > self.dist
+        new = now & ~self.moved
+        self.moved |= now
+        return int(new.sum())
 
 
 def norm(v: Any) -> float:
