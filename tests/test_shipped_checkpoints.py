@@ -48,7 +48,7 @@ def test_shipped_checkpoint_loads_and_steps_in_its_skill_env(path):
 
 # Successes of the shipped policies on the first 10 val episodes (seed 0), deterministic actions, as
 # measured when each was shipped (its model card in checkpoints/): pick 9 of 10, nav 8, close_cab 10, close_fridge 10,
-# open_cab 10, open_fridge 10, place 6 (run 42, shipped 2026-11-28 on an Intel Xeon).
+# open_cab 10, open_fridge 10, place 6 (run 43, shipped 2026-11-28 on an Intel Xeon; run 42 before it: 6 too).
 # Issue #11 asks pick for >= 7 of 10 from a policy that meets its 0.85 goal (the pick shipped on 2026-11-27 does,
 # on val seeds 0 and 1); every guard is the shipped policy's own record minus one episode, so a simulator or
 # sensor change that breaks a policy fails here. Place's is its record minus two: measured on the Intel machine,
