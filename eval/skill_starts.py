@@ -1,14 +1,15 @@
 """`python -m eval.skill_starts`: the states a skill starts from inside the HAB tasks, saved as its episodes.
 
 Runs eval-hab's agent (default `tp-srl`, the shipped policies) on a scenario's episodes and, just before
-every call of `--skill` (pick or place; after the call's arm reset and back-off), saves the simulator's
+every call of `--skill` (pick, place or nav; after the call's arm reset and back-off), saves the simulator's
 state as an episode of that skill: every object's pose, the articulated joints, the robot's base pose,
-the target (and, for place, the object in the gripper). A skill fine-tuned on these meets in training
+the target (and, for place and a nav that carries one, the object in the gripper; for nav, the call's
+goal point: the object, its goal, or a shut container's handle, as the planner grounded it). A skill fine-tuned on these meets in training
 the starts it meets in the tasks (where the learned nav stops, a retry after a failed call), which its own
 generator's starts only approximate; `train-skill dataset.path=FILE`. Use the train split for training
 data: the val episodes stay for eval-hab.
 
-Kept: a pick start whose target is not held, a place start whose target is held. A pick target that lies
+Kept: a pick start whose target is not held, a place start whose target is held, every nav start. A pick target that lies
 further than `--max-object-shift` from its pose in the HAB episode (dropped by a failed place, knocked
 over; in a drawer only its height counts, as an opened drawer carries it along) gets the receptacle name `moved`, which no layout has: the reward's approach region is then the
 plain one round the object, not one through a container's opening; `--skip-moved` leaves such starts out.
@@ -32,7 +33,7 @@ import numpy as np
 
 from rearrange.episodes import Episode, ObjectSpec, TargetSpec
 
-SKILLS = ("pick", "place")
+SKILLS = ("pick", "place", "nav")
 MOVED = "moved"  # receptacle name of a pick target off its episode pose (no layout has it)
 
 
@@ -66,8 +67,7 @@ def start_episode(env: Any, call: Any, skill: str, episode_id: str, split: str) 
     (pick: target held; place: target not held)."""
     sim, hab = env.sim, env.current_episode
     target = call.target.object
-    held = sim.grasped == target
-    if (skill == "pick") == held:
+    if skill != "nav" and (skill == "pick") == (sim.grasped == target):
         return None
     by_name = {o.name: o for o in hab.objects}
     objects = [ObjectSpec(name=name, kind=by_name[name].kind,
@@ -75,17 +75,28 @@ def start_episode(env: Any, call: Any, skill: str, episode_id: str, split: str) 
                           quat=[float(v) for v in sim.object_quat(name)],
                           receptacle=by_name[name].receptacle)
                for name in sim.object_names]
-    goal = next((t for t in hab.targets if t.object == target), None)
-    if goal is None:
-        raise ValueError(f"episode {hab.episode_id}: object {target} is not one of its targets")
-    goal_pos = goal.goal_pos if call.target.goal_pos is None else [float(v) for v in call.target.goal_pos]
-    info: dict[str, Any] = {"source": f"{hab.episode_id}:{skill}({target})"}
+    named = call.target.entity if skill == "nav" else target  # a nav goes to an object, a goal or a container
+    info: dict[str, Any] = {"source": f"{hab.episode_id}:{skill}({named})"}
+    targets: list[TargetSpec] = []
+    if target is not None:
+        goal = next((t for t in hab.targets if t.object == target), None)
+        if goal is None:
+            raise ValueError(f"episode {hab.episode_id}: object {target} is not one of its targets")
+        goal_pos = goal.goal_pos if call.target.goal_pos is None else [float(v) for v in call.target.goal_pos]
+        targets.append(TargetSpec(object=target, goal_pos=list(goal_pos), goal_receptacle=goal.goal_receptacle))
     if skill == "place":
         info["start_holding"] = target
+    if skill == "nav":
+        if call.target.nav_goal is None:
+            raise ValueError(f"episode {hab.episode_id}: nav call {info['source']} has no nav goal")
+        info["nav_goal"] = [float(v) for v in call.target.nav_goal]
+        if sim.grasped is not None:
+            info["start_holding"] = sim.grasped
+        if call.target.kind == "container":
+            info["nav_to_container"] = call.target.entity
     return Episode(
         episode_id=episode_id, kind=skill, split=split, layout_seed=hab.layout_seed, objects=objects,
-        targets=[TargetSpec(object=target, goal_pos=list(goal_pos), goal_receptacle=goal.goal_receptacle)],
-        art_states={name: float(sim.art_q(name)) for name in sim.art_names},
+        targets=targets, art_states={name: float(sim.art_q(name)) for name in sim.art_names},
         robot_start={"xy": [float(v) for v in sim.base_xy], "yaw": float(sim.base_yaw)}, info=info)
 
 
@@ -171,11 +182,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_with_error(f"no {args.skill} call started in {args.episodes} {args.scenario} episodes; nothing written")
     save_episodes(out, recorder.episodes, kind=args.skill, split=args.split, seed=args.seed)
     retries = sum(bool(e.info["retry"]) for e in recorder.episodes)
-    print(f"{len(recorder.episodes)} {args.skill} starts ({retries} of retried calls) from {args.episodes} "
-          f"{args.scenario} {args.split} episodes (task success {result['success']['mean']:.2f}); "
-          f"{recorder.moved} with the target moved; skipped: {recorder.skipped['moved']} with the target moved, "
-          f"{recorder.skipped['low']} with it below {args.min_height} m, {recorder.skipped['held_state']} with the "
-          f"grasp not as the skill starts -> {out}")
+    line = (f"{len(recorder.episodes)} {args.skill} starts ({retries} of retried calls) from {args.episodes} "
+            f"{args.scenario} {args.split} episodes (task success {result['success']['mean']:.2f})")
+    if args.skill == "pick":
+        line += (f"; {recorder.moved} with the target moved; skipped: {recorder.skipped['moved']} with the target "
+                 f"moved, {recorder.skipped['low']} with it below {args.min_height} m")
+    if args.skill != "nav":
+        line += f"; skipped {recorder.skipped['held_state']} with the grasp not as the skill starts"
+    print(f"{line} -> {out}")
     return 0
 
 

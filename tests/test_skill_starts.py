@@ -15,21 +15,30 @@ from rearrange.tasks.hab import HabTask, load_hab_config
 
 @pytest.fixture(scope="module")
 def recorded():
-    """Tidy House val 0 with the oracles, the first pick stalled: starts of pick and place calls."""
+    """Tidy House val 0 with the oracles, the first pick stalled: starts of pick, place and nav calls (and
+    whether the robot held an object at each nav call's start)."""
     env = hab_env("tidy_house", 1400)
     picks = StartRecorder("pick", "train", "p", max_object_shift=0.1)
     places = StartRecorder("place", "train", "q", max_object_shift=0.1)
+    navs = StartRecorder("nav", "train", "n", max_object_shift=0.1)
+    held_at_nav: list[str | None] = []
+
+    def record(e, call, retry):
+        picks(e, call, retry), places(e, call, retry), navs(e, call, retry)
+        if call.skill == "nav":
+            held_at_nav.append(e.sim.grasped)
+
     agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)), max_replans=2)
-    agent.on_skill_start = lambda e, call, retry: (picks(e, call, retry), places(e, call, retry))
+    agent.on_skill_start = record
     try:
         out = agent.run_episode(env, 0)
     finally:
         env.close()
-    return out, picks, places
+    return out, picks, places, navs, held_at_nav
 
 
 def test_every_pick_and_place_call_start_is_recorded_with_its_retry_flag(recorded):
-    out, picks, places = recorded
+    out, picks, places, _, _ = recorded
     pick_calls = [r for r in out.skill_runs if r.skill == "pick"]
     assert len(picks.episodes) == len(pick_calls) >= 2
     assert [e.info["retry"] for e in picks.episodes[:2]] == [False, True]  # the stalled call, then its retry
@@ -39,7 +48,7 @@ def test_every_pick_and_place_call_start_is_recorded_with_its_retry_flag(recorde
 
 
 def test_a_pick_start_replays_the_recorded_state(recorded):
-    _, picks, _ = recorded
+    _, picks, _, _, _ = recorded
     episode = picks.episodes[1]  # the retry: the robot stands where the stalled call left it
     env = make_registered_env("rearrange/Pick-v0", episodes=[episode])
     try:
@@ -57,13 +66,30 @@ def test_a_pick_start_replays_the_recorded_state(recorded):
 
 
 def test_a_place_start_holds_its_target(recorded):
-    _, _, places = recorded
+    _, _, places, _, _ = recorded
     episode = places.episodes[0]
     assert episode.info["start_holding"] == episode.targets[0].object
     env = make_registered_env("rearrange/Place-v0", episodes=[episode])
     try:
         env.reset(seed=0, options={"episode_index": 0})
         assert env.sim.grasped == episode.targets[0].object
+    finally:
+        env.close()
+
+
+def test_every_nav_call_start_is_a_nav_episode_to_the_calls_goal_carrying_what_the_robot_held(recorded):
+    out, _, _, navs, held_at_nav = recorded
+    assert len(navs.episodes) == sum(r.skill == "nav" for r in out.skill_runs) >= 3
+    assert all(e.kind == "nav" and "nav_goal" in e.info for e in navs.episodes)
+    assert [e.info.get("start_holding") for e in navs.episodes] == held_at_nav
+    assert None in held_at_nav and any(h is not None for h in held_at_nav)  # to a pick, and to a place
+    carrying = next(e for e in navs.episodes if "start_holding" in e.info)
+    env = make_registered_env("rearrange/Nav-v0", episodes=[carrying])
+    try:
+        env.reset(seed=0, options={"episode_index": 0})
+        assert env.sim.grasped == carrying.info["start_holding"]
+        np.testing.assert_allclose(env.sim.base_xy, carrying.robot_start["xy"], atol=1e-6)
+        np.testing.assert_allclose(env.task.goal_xy, carrying.info["nav_goal"][:2])
     finally:
         env.close()
 
@@ -100,7 +126,7 @@ def test_a_moved_pick_target_loses_its_receptacle_and_one_on_the_floor_is_left_o
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--skill", "nav"], "unknown skill 'nav'"),
+    (["--skill", "open_fridge"], "unknown skill 'open_fridge'"),
     (["--episodes", "0"], "--episodes must be >= 1"),
     (["--out", "starts.txt"], "--out must end with .json or .json.gz"),
     (["agent.reset_arm=always"], "agent.reset_arm"),
