@@ -1,22 +1,23 @@
 """`python -m eval.skill_starts`: the states a skill starts from inside the HAB tasks, saved as its episodes.
 
-Runs eval-hab's agent (default `tp-srl`, the shipped policies) on a scenario's episodes and, just before
-every call of `--skill` (pick, place or nav; after the call's arm reset and back-off), saves the simulator's
-state as an episode of that skill: every object's pose, the articulated joints, the robot's base pose,
-the target (and, for place and a nav that carries one, the object in the gripper; for nav, the call's
-goal point: the object, its goal, or a shut container's handle, as the planner grounded it). A skill fine-tuned on these meets in training
-the starts it meets in the tasks (where the learned nav stops, a retry after a failed call), which its own
-generator's starts only approximate; `train-skill dataset.path=FILE`. Use the train split for training
+Runs eval-hab's agent (default `tp-srl`, the shipped policies) on a scenario's episodes and, just before every
+call of `--skill` (pick, place or nav; after the call's arm reset and back-off), saves the simulator's state
+as an episode of that skill: every object's pose, the articulated joints, the robot's base pose, the target
+(and, for place and a nav that carries one, the object in the gripper; for nav, the call's goal point: the
+object, its goal, or a shut container's handle, as the planner grounded it). A skill fine-tuned on these meets
+in training the starts it meets in the tasks (where the learned nav stops, a retry after a failed call), which
+its own generator's starts only approximate; `train-skill dataset.path=FILE`. Use the train split for training
 data: the val episodes stay for eval-hab.
 
-Kept: a pick start whose target is not held, a place start whose target is held, every nav start. A pick target that lies
-further than `--max-object-shift` from its pose in the HAB episode (dropped by a failed place, knocked
-over; in a drawer only its height counts, as an opened drawer carries it along) gets the receptacle name `moved`, which no layout has: the reward's approach region is then the
-plain one round the object, not one through a container's opening; `--skip-moved` leaves such starts out.
-A pick target lower than `--min-height` (default 0.2 m: on the floor, dropped by a failed place) is left
-out: the Fetch arm does not reach it (the pick oracle got 0 of 40 such starts from Tidy House and Prepare
-Groceries, 2026-11-25), so no skill can learn it. The arm starts at rest in the skill's episode (its reset), the
-robot's arm joints at the call are not stored. Seeds and episode order as in eval-hab, so a run repeats.
+Kept: a pick start whose target is not held, a place start whose target is held, every nav start. A pick
+target that lies further than `--max-object-shift` from its pose in the HAB episode (dropped by a failed
+place, knocked over; in a drawer only its height counts, as an opened drawer carries it along) gets the
+receptacle name `moved`, which no layout has: the reward's approach region is then the plain one round the
+object, not one through a container's opening; `--skip-moved` leaves such starts out. A pick target lower than
+`--min-height` (default 0.2 m: on the floor, dropped by a failed place) is left out: the Fetch arm does not
+reach it (the pick oracle got 0 of 40 such starts from Tidy House and Prepare Groceries, 2026-11-25), so no
+skill can learn it. The arm starts at rest in the skill's episode (its reset), the robot's arm joints at the
+call are not stored. Seeds and episode order as in eval-hab, so a run repeats.
 
     python -m eval.skill_starts --scenario tidy_house --skill pick --split train --episodes 40 \\
         --out runs/starts/pick_th.json.gz
@@ -64,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def start_episode(env: Any, call: Any, skill: str, episode_id: str, split: str) -> Episode | None:
     """The skill episode of the env's current state before `call`, or None if the state does not make one
-    (pick: target held; place: target not held)."""
+    (pick: target held; place: target not held; a nav start always makes one)."""
     sim, hab = env.sim, env.current_episode
     target = call.target.object
     if skill != "nav" and (skill == "pick") == (sim.grasped == target):
