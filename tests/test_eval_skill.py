@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 
 import imageio.v2 as iio
 import pytest
 
-from eval.skill_eval import FAILURE_FLAGS, end_reason, main
+from eval.skill_eval import FAILURE_FLAGS, end_reason, main, receptacle_group
+from rearrange.env import RearrangeEnv
+from rearrange.generate import generate_episodes, load_generator_config
+from rearrange.tasks.skill_tasks import load_skill_config, make_skill_task
 
 
 def test_results_file_is_well_formed(tmp_path):
@@ -51,6 +56,29 @@ def test_end_reasons_and_receptacle_groups(tmp_path, capsys):
     assert sum(g["success"] for g in groups.values()) == sum(r["success"] for r in rows)
     printed = capsys.readouterr().out
     assert "ended: " in printed and "by target receptacle: " in printed
+
+
+def test_nav_episodes_are_grouped_by_where_the_drive_ends():
+    """A nav carrying its object goes to the goal's receptacle, one without it to the object's, one to a
+    shut container (as eval.skill_starts saves it: no targets) to that container."""
+    cfg = copy.deepcopy(load_generator_config())
+    cfg["nav"]["object_in_hand_prob"] = 1.0
+    carrying = generate_episodes("nav", "val", 2, seed=0, cfg=cfg)[1]
+    assert carrying.info["start_holding"] == carrying.targets[0].object
+    assert carrying.targets[0].goal_receptacle.startswith("fridge_shelf")  # the object starts on a table
+    assert carrying.object_spec(carrying.targets[0].object).receptacle.startswith("table")
+    empty_handed = dataclasses.replace(carrying, info={k: v for k, v in carrying.info.items() if k != "start_holding"})
+    to_drawer = dataclasses.replace(empty_handed, targets=[], info={**empty_handed.info, "nav_to_container": "drawer_0"})
+    episodes = [carrying, empty_handed, to_drawer]
+    env = RearrangeEnv(make_skill_task(load_skill_config("nav")), episodes, episode_order="cycle")
+    try:
+        groups = []
+        for i in range(len(episodes)):
+            env.reset(seed=0, options={"episode_index": i})
+            groups.append(receptacle_group(env))
+    finally:
+        env.close()
+    assert groups == ["fridge", "surface", "drawer"]
 
 
 @pytest.mark.parametrize("success, terminated, info, expected", [
