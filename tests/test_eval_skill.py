@@ -79,6 +79,7 @@ def test_nav_episodes_are_grouped_by_where_the_drive_ends():
     finally:
         env.close()
     assert groups == ["fridge", "surface", "drawer"]
+    assert groups[0] == carrying.info["receptacle_kind"]  # the generator's own record of where it drew the drive
 
 
 @pytest.mark.parametrize("success, terminated, info, expected", [
