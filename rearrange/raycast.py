@@ -1,4 +1,6 @@
-"""Ray-cast head depth: the rendered head camera's pinhole image, computed with `mujoco.mj_multiRay`.
+"""Ray casting with `mujoco.mj_multiRay`: the head camera's depth image, and the base's range finder.
+
+`HeadDepthRaycaster` computes the rendered head camera's pinhole image.
 
 One ray per pixel centre, from the camera origin, with the rendered camera's pose, fovy and aspect
 (MuJoCo cameras look along their frame's -z, x right, y up; `fovy` spans the image height). The result
@@ -86,3 +88,58 @@ class HeadDepthRaycaster:
         z = self._dist * self._z_per_dist
         z[self._geomid < 0] = self.max_depth
         return np.clip(z, 0.0, self.max_depth).astype(np.float32).reshape(self.height, self.width, 1)
+
+
+# base_ranges: a horizontal ring of rays round the base at each height (m above the floor, inside the base
+# disc's 0.02-0.38 m), ray 0 straight ahead, then counter-clockwise (to the robot's left)
+BASE_RANGE_RAYS = 32
+BASE_RANGE_HEIGHTS = (0.1, 0.3)
+BASE_RANGE_MAX = 2.0  # m of clearance beyond the base's rim; farther obstacles read as this
+
+
+class BaseRangeFinder:
+    """The clearance between the base's rim and the nearest geometry along a ring of horizontal rays (a
+    planar range finder round the base, like a mobile base's laser scanner; the head camera looks forwards
+    only). Rays start at the base's centre and pass through `base_body`'s geoms (the base disc and torso
+    column); they see the scene, the arm and objects. `ranges` returns (len(heights) * rays,) float32 in
+    [0, max_range], height-major, max_range where nothing is hit within it."""
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        base_body: int,
+        radius: float,
+        rays: int = BASE_RANGE_RAYS,
+        heights: tuple[float, ...] = BASE_RANGE_HEIGHTS,
+        max_range: float = BASE_RANGE_MAX,
+        geomgroup: np.ndarray | None = RENDERED_GEOMGROUP,
+    ) -> None:
+        if rays < 1 or not heights or max_range <= 0.0 or radius < 0.0:
+            raise ValueError(f"a base range finder needs rays, heights and a positive range, got {rays}, {heights}, {max_range}")
+        self.model = model
+        self._exclude = int(base_body)
+        self.radius, self.max_range = float(radius), float(max_range)
+        self.heights = tuple(float(h) for h in heights)
+        self._angles = 2.0 * np.pi * np.arange(rays) / rays
+        self._geomgroup = None if geomgroup is None else np.asarray(geomgroup, dtype=np.uint8)
+        self._vec = np.zeros((rays, 3))
+        self._dist = np.empty(rays)
+        self._geomid = np.empty(rays, dtype=np.int32)
+        self._out = np.empty((len(self.heights), rays), dtype=np.float32)
+
+    def ranges(self, data: mujoco.MjData, base_xy: np.ndarray, base_yaw: float) -> np.ndarray:
+        """Clearances in metres for the base at `base_xy`, heading `base_yaw` (geom poses of the current
+        state, as after mj_kinematics)."""
+        a = self._angles + float(base_yaw)
+        self._vec[:, 0], self._vec[:, 1] = np.cos(a), np.sin(a)
+        cutoff = self.radius + self.max_range
+        for i, h in enumerate(self.heights):
+            origin = np.array([float(base_xy[0]), float(base_xy[1]), h])
+            mujoco.mj_multiRay(
+                self.model, data, origin, self._vec.reshape(-1), self._geomgroup, 1, self._exclude,
+                self._geomid, self._dist, None, self._dist.shape[0], cutoff,
+            )
+            clear = self._dist - self.radius
+            clear[self._geomid < 0] = self.max_range
+            self._out[i] = np.clip(clear, 0.0, self.max_range)
+        return self._out.reshape(-1).copy()

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium import spaces
 
+from rearrange.raycast import BASE_RANGE_HEIGHTS, BASE_RANGE_MAX, BASE_RANGE_RAYS
+
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
 
@@ -34,6 +36,7 @@ SENSOR_NAMES = (
     "obj_path_compass",
     "marker_rel_pos",
     "localization_sensor",
+    "base_ranges",
 )
 
 
@@ -71,6 +74,13 @@ def head_depth(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """Head camera depth image (H, W, 1), metres, clipped to [0, max_depth]; rendered or ray-cast
     (`camera.head.backend`), both z-depth along the optical axis."""
     return np.asarray(sim.head_depth(), dtype=np.float32)
+
+
+def base_ranges(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
+    """Clearance (m) between the base's rim and the nearest geometry along 32 horizontal rays at two
+    heights (`rearrange.raycast.BaseRangeFinder`), clipped to 2 m (deviation: habitat's Fetch sees only its
+    head camera; a mobile base's laser scanner, for a policy that also drives backwards)."""
+    return sim.base_ranges()
 
 
 def joint(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
@@ -198,6 +208,7 @@ SENSORS: dict[str, Callable[[Any, SensorTarget], np.ndarray]] = {
     "obj_path_compass": obj_path_compass,
     "marker_rel_pos": marker_rel_pos,
     "localization_sensor": localization_sensor,
+    "base_ranges": base_ranges,
 }
 
 
@@ -215,6 +226,8 @@ def sensor_space(name: str, depth_shape: tuple[int, int] = (128, 128), max_depth
         return spaces.Box(0.0, float(max_depth), shape=(depth_shape[0], depth_shape[1], 1), dtype=np.float32)
     if name == "is_holding":
         return spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
+    if name == "base_ranges":
+        return spaces.Box(0.0, BASE_RANGE_MAX, shape=(BASE_RANGE_RAYS * len(BASE_RANGE_HEIGHTS),), dtype=np.float32)
     if name == "joint":
         return spaces.Box(-inf, inf, shape=(7,), dtype=np.float32)
     if name == "goal_to_agent_gps_compass":

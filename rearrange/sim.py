@@ -23,7 +23,7 @@ from configs.compose import load_config_file
 from rearrange import robot as robot_mjcf
 from rearrange.apartment import ApartmentLayout, Box
 from rearrange.collision import BaseMotion, ContactForces, ObstacleArrays
-from rearrange.raycast import HeadDepthRaycaster, check_depth_backend
+from rearrange.raycast import BaseRangeFinder, HeadDepthRaycaster, check_depth_backend
 from rearrange.render import SceneRenderer, fixed_camera, free_camera
 from rearrange.scene import build_scene_xml, park_position
 from rearrange.suction import Suction
@@ -149,6 +149,7 @@ class RearrangeSim:
         self._navmap: NavMap | None = None
         self._head_cam = fixed_camera(m, robot_mjcf.HEAD_CAMERA)
         self._raycasters: dict[tuple[int, int, float], HeadDepthRaycaster] = {}  # (w, h, max_depth)
+        self._range_finder: BaseRangeFinder | None = None
         self._arm_target = self.REST_ARM_QPOS.copy()
         self._base_xy = np.zeros(2)
         self._base_yaw = 0.0
@@ -481,6 +482,13 @@ class RearrangeSim:
             caster = HeadDepthRaycaster(self.model, robot_mjcf.HEAD_CAMERA, *key, exclude_body=head)
             self._raycasters[key] = caster
         return caster.depth(self.data)
+
+    def base_ranges(self) -> np.ndarray:
+        """Clearances round the base's rim along a ring of horizontal rays (`rearrange.raycast.BaseRangeFinder`)."""
+        if self._range_finder is None:
+            base = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "robot_base")
+            self._range_finder = BaseRangeFinder(self.model, base, float(self.cfg["base"]["radius"]))
+        return self._range_finder.ranges(self.data, self._base_xy, self._base_yaw)
 
     def render_head_depth(
         self, width: int | None = None, height: int | None = None, max_depth: float | None = None

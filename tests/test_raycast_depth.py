@@ -10,24 +10,11 @@ from rearrange.layout import generate_layout
 from rearrange.raycast import pixel_rays
 from rearrange.sensors import camera_settings
 from rearrange.sim import RearrangeSim
-
-REST_OUT_OF_VIEW = [1.5, 1.4, 0.0, 1.6, 0.0, 1.5, 0.0]  # arm folded away from the head camera's view
+from tests.sim_poses import face_south_wall
 
 
 def _raycast_cfg(width: int, height: int, **head: float) -> dict:
     return {"camera": {"head": {"backend": "raycast", "width": width, "height": height, **head}}}
-
-
-def _facing_wall(sim: RearrangeSim, dist: float) -> float:
-    """Put the robot `dist` metres from the inner face of the dining room's south wall, facing it."""
-    (x0, y0), (x1, _) = sim.layout.rooms[1].bounds
-    xs = [
-        x
-        for x in np.arange(x0 + 0.5, x1 - 0.5, 0.05)
-        if all(sim.base_is_free((x, y)) for y in np.arange(y0 + dist, y0 + dist + 1.0, 0.1))
-    ]
-    sim.reset_state({}, {}, (xs[len(xs) // 2], y0 + dist), -np.pi / 2, arm_qpos=REST_OUT_OF_VIEW)
-    return y0
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +53,7 @@ def test_raycast_matches_render_in_pick_scene():
 
 def test_wall_in_front_gives_its_depth(layout):
     sim = RearrangeSim(layout, [], _raycast_cfg(24, 16))
-    wall_y = _facing_wall(sim, 1.0)
+    wall_y = face_south_wall(sim, 1.0)
     depth = sim.head_depth()[..., 0]
     assert sim._renderer is None  # no GL context was needed
     cam = sim.model.camera("head_depth").id
@@ -88,13 +75,13 @@ def test_wall_in_front_gives_its_depth(layout):
 def test_nothing_hit_or_too_far_gives_max_depth(layout):
     # looking straight up (no ceiling): no ray hits anything
     sim = RearrangeSim(layout, [], _raycast_cfg(16, 16, tilt_deg=-90.0, fovy_deg=60.0))
-    _facing_wall(sim, 1.0)
+    face_south_wall(sim, 1.0)
     assert np.all(sim.head_depth() == 10.0)
     assert np.all(sim.render_head_depth() == 10.0)
     sim.close()
     # a wall 2 m away seen with max_depth 1: everything clips to 1
     sim = RearrangeSim(layout, [], _raycast_cfg(16, 16, max_depth=1.0))
-    _facing_wall(sim, 2.0)
+    face_south_wall(sim, 2.0)
     depth = sim.head_depth()
     assert depth.max() == 1.0 and depth.min() >= 0.0
     assert np.all(depth[6:10, 6:10] == 1.0)

@@ -8,6 +8,7 @@ import pytest
 from rearrange import render
 from rearrange.layout import generate_layout
 from rearrange.sim import RearrangeSim
+from tests.sim_poses import face_south_wall
 
 
 @pytest.fixture(scope="module")
@@ -15,23 +16,10 @@ def layout():
     return generate_layout(101)
 
 
-def _facing_wall(sim: RearrangeSim, layout, dist: float):
-    """Put the robot `dist` metres from the inner face of the south wall, facing it, in the dining room."""
-    (x0, y0), (x1, _) = layout.rooms[1].bounds
-    xs = [
-        x
-        for x in np.arange(x0 + 0.5, x1 - 0.5, 0.05)
-        if all(sim.base_is_free((x, y)) for y in np.arange(y0 + dist, y0 + dist + 1.0, 0.1))
-    ]
-    x = xs[len(xs) // 2]
-    sim.reset_state({}, {}, (x, y0 + dist), -np.pi / 2, arm_qpos=[1.5, 1.4, 0.0, 1.6, 0.0, 1.5, 0.0])
-    return y0
-
-
 def test_head_depth_matches_geometry(layout):
     sim = RearrangeSim(layout, [])
     assert sim._renderer is None  # GL context is created lazily, in the process that renders
-    wall_y = _facing_wall(sim, layout, 1.0)
+    wall_y = face_south_wall(sim, 1.0)
     depth = sim.render_head_depth()
     assert depth.shape == (128, 128, 1) and depth.dtype == np.float32
     assert depth.min() >= 0.0 and depth.max() <= sim.cfg["camera"]["head"]["max_depth"]
