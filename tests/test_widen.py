@@ -99,3 +99,32 @@ def test_init_from_restores_a_checkpoint_into_a_network_with_an_added_sensor():
     other_cfg["feedforward"] = {**other_cfg["feedforward"], "critic": [64]}
     with pytest.raises(CheckpointError, match="cannot be widened to the added observations"):
         restore_policy_state(state, ActorCritic(obs_space(obj_path_compass=3), ACTIONS, other_cfg), scales)
+
+
+def test_added_columns_take_their_statistics_from_the_first_update():
+    """After `restore_policy_state` widens, the next normalisation update sets the added columns to that
+    batch's moments (merged under the checkpoint's count they would stay 0 / 1 for the whole fine-tune);
+    the old columns merge as usual, and later updates merge the new columns too."""
+    from trainer.checkpoint import restore_policy_state
+
+    old_space, new_space = obs_space(), obs_space(obj_path_compass=3)
+    old = ActorCritic(old_space, ACTIONS, policy_cfg("skill_cpu"))
+    for seed in range(20):  # a trained network's statistics: many rows
+        old.update_obs_normalization(batch(old_space, 512, seed))
+    new = ActorCritic(new_space, ACTIONS, policy_cfg("skill_cpu"))
+    restore_policy_state({"model": old.state_dict(), "obs_space": old_space, "ppo": {}}, new, _Scales())
+    rows = batch(new_space, 256, 99)
+    rows["obj_path_compass"] = rows["obj_path_compass"] * 0.5 + torch.tensor([6.0, 0.0, -3.0])
+    new.update_obs_normalization(rows)
+    mean, var = new.obs_norm.mean, new.obs_norm.var
+    added = rows["obj_path_compass"].double()
+    torch.testing.assert_close(mean[7:10].double(), added.mean(0), atol=1e-5, rtol=0)
+    torch.testing.assert_close(var[7:10].double(), added.var(0, unbiased=False), atol=1e-5, rtol=0)
+    # an old column (joint's first) merged 256 rows into 10,240: it barely moved
+    assert abs(float(mean[0] - old.obs_norm.mean[0])) < 0.05
+    before = mean[7:10].clone()
+    shifted = batch(new_space, 256, 100)
+    shifted["obj_path_compass"] = shifted["obj_path_compass"] + 20.0
+    new.update_obs_normalization(shifted)
+    moved = new.obs_norm.mean[7:10] - before
+    assert torch.all(moved > 0.0) and torch.all(moved < 1.0)  # merged under the count now, not restarted

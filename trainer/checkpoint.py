@@ -53,7 +53,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from configs.compose import ConfigError
 from configs.files import atomic_path
-from trainer.widen import added_inputs, widen_state
+from trainer.widen import added_columns, added_inputs, widen_state
 
 CHECKPOINT_FORMAT_VERSION = 1
 REQUIRED_KEYS = ("model", "config", "obs_space", "action_space")
@@ -229,6 +229,8 @@ def restore_policy_state(state: Mapping, actor_critic: torch.nn.Module, ppo: Any
         except (KeyError, ValueError, RuntimeError) as exc:
             raise CheckpointError(f"trainer.init_from checkpoint cannot be widened to the added observations "
                                   f"{added} ({_one_line(exc)})") from None
+        if actor_critic.obs_norm is not None:
+            actor_critic.obs_norm.restart_columns(added_columns(state["obs_space"], actor_critic))
         log.info("trainer.init_from: observations %s added; their input weights start at zero", added)
     else:
         _load_weights(state, actor_critic, "trainer.init_from checkpoint")

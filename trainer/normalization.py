@@ -56,6 +56,15 @@ class RunningMeanStd(nn.Module):
         self.register_buffer("mean", torch.zeros(dim))
         self.register_buffer("var", torch.ones(dim))
         self.register_buffer("count", torch.zeros(()))
+        # columns whose statistics start over at the next update (not saved: set when a run begins)
+        self.register_buffer("restart", torch.zeros(dim, dtype=torch.bool), persistent=False)
+
+    def restart_columns(self, columns: torch.Tensor) -> None:
+        """The next `update` sets these columns' mean and variance to its batch's moments alone. For inputs
+        added to a trained network (`trainer.widen`): merged under the count of the millions of rows seen
+        before, their statistics would stay at the identity for the rest of the run, and the raw inputs
+        (base_ranges: 64 values near 2 m) move the first layer like a bias with a 100-fold step size."""
+        self.restart[columns] = True
 
     @torch.no_grad()
     def update(self, x: torch.Tensor, stats_sync: StatsSync | None = None) -> None:
@@ -70,6 +79,11 @@ class RunningMeanStd(nn.Module):
         dim = self.mean.shape[0]
         count, mean, var = merge_moments(float(self.count), self.mean.double().cpu(), self.var.double().cpu(),
                                          float(batch[0]), batch[1 : 1 + dim], batch[1 + dim :])
+        if bool(self.restart.any()):
+            cols = self.restart.cpu()
+            _, mean[cols], var[cols] = merge_moments(0.0, 0.0, 0.0, float(batch[0]), batch[1 : 1 + dim][cols],
+                                                     batch[1 + dim :][cols])
+            self.restart.zero_()
         self.mean.copy_(mean.to(self.mean))
         self.var.copy_(var.to(self.var))
         self.count.fill_(count)

@@ -4,8 +4,10 @@
 run only ADDS vector observations (say a path sensor for pick), `widen_state` maps the checkpoint onto the
 wider network: every layer that reads the normalised vector (the first layer of the feed-forward actor and
 critic, whose input is [image features, vector], or the recurrent policy's vector MLP) gets zero weights
-for the new columns, and the observation normalisation statistics get mean 0 and variance 1 there. So the
-widened policy acts exactly as the checkpoint did until learning gives the new inputs weight. Columns are
+for the new columns, and the observation normalisation statistics get mean 0 and variance 1 there, replaced
+by the first batch's moments when the run updates them (`RunningMeanStd.restart_columns`, marked by
+`restore_policy_state` with `added_columns`). So the widened policy acts exactly as the checkpoint did until
+learning gives the new inputs weight. Columns are
 matched by observation key (`ActorCritic.vector_keys` is sorted, so a new key can land between old ones).
 """
 
@@ -39,6 +41,17 @@ def added_inputs(old_obs_space: gym_spaces.Space, actor_critic: torch.nn.Module)
         return None
     added = [k for k in new_sizes if k not in old_sizes]
     return added or None
+
+
+def added_columns(old_obs_space: gym_spaces.Space, actor_critic: torch.nn.Module) -> torch.Tensor:
+    """Positions in `actor_critic`'s vector input of the keys the checkpoint's observation space lacks."""
+    old_sizes, _ = _vector_sizes(old_obs_space)
+    columns, pos = [], 0
+    for key, n in actor_critic.vector_sizes.items():
+        if key not in old_sizes:
+            columns.extend(range(pos, pos + n))
+        pos += n
+    return torch.tensor(columns, dtype=torch.long)
 
 
 def widen_state(old_model: Mapping[str, torch.Tensor], old_obs_space: gym_spaces.Space,
