@@ -7,8 +7,8 @@ critic, whose input is [image features, vector], or the recurrent policy's vecto
 for the new columns, and the observation normalisation statistics get mean 0 and variance 1 there, replaced
 by the first batch's moments when the run updates them (`RunningMeanStd.restart_columns`, marked by
 `restore_policy_state` with `added_columns`). So the widened policy acts exactly as the checkpoint did until
-learning gives the new inputs weight. Columns are
-matched by observation key (`ActorCritic.vector_keys` is sorted, so a new key can land between old ones).
+learning gives the new inputs weight. Columns are matched by observation key (`ActorCritic.vector_keys` is
+sorted, so a new key can land between old ones).
 """
 
 from __future__ import annotations
@@ -43,14 +43,20 @@ def added_inputs(old_obs_space: gym_spaces.Space, actor_critic: torch.nn.Module)
     return added or None
 
 
+def _column_starts(actor_critic: torch.nn.Module) -> dict[str, int]:
+    """Where each vector key's columns begin in `actor_critic`'s vector input (keys in the network's order)."""
+    starts, pos = {}, 0
+    for key, n in actor_critic.vector_sizes.items():
+        starts[key] = pos
+        pos += n
+    return starts
+
+
 def added_columns(old_obs_space: gym_spaces.Space, actor_critic: torch.nn.Module) -> torch.Tensor:
     """Positions in `actor_critic`'s vector input of the keys the checkpoint's observation space lacks."""
     old_sizes, _ = _vector_sizes(old_obs_space)
-    columns, pos = [], 0
-    for key, n in actor_critic.vector_sizes.items():
-        if key not in old_sizes:
-            columns.extend(range(pos, pos + n))
-        pos += n
+    starts = _column_starts(actor_critic)
+    columns = [starts[k] + i for k, n in actor_critic.vector_sizes.items() if k not in old_sizes for i in range(n)]
     return torch.tensor(columns, dtype=torch.long)
 
 
@@ -65,10 +71,7 @@ def widen_state(old_model: Mapping[str, torch.Tensor], old_obs_space: gym_spaces
     new_sizes = dict(actor_critic.vector_sizes)
     old_dim, new_dim = sum(old_sizes.values()), sum(new_sizes.values())
     # where each old vector column goes in the new vector
-    starts, pos = {}, 0
-    for key, n in new_sizes.items():
-        starts[key] = pos
-        pos += n
+    starts = _column_starts(actor_critic)
     columns = torch.tensor([starts[k] + i for k, n in old_sizes.items() for i in range(n)], dtype=torch.long)
     target = actor_critic.state_dict()
     widened: dict[str, torch.Tensor] = {}
