@@ -5,7 +5,8 @@ release, and a kinematic base motion checked against the layout's 2-D obstacles,
 `physics.substeps` physics steps. Suction is a weld (objects) or a ball connection (handles) between the
 gripper and what it touches, declared inactive in the model and switched on at grasp time with the
 current relative pose (`rearrange.suction`). The base's motion against obstacles and the contact-force
-measures live in `rearrange.collision`. Interfaces are fixed in docs/CONTRACTS.md (section rearrange.sim).
+measures live in `rearrange.collision`, the cameras and range finder in `rearrange.sim_views`. Interfaces
+are fixed in docs/CONTRACTS.md (section rearrange.sim).
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ from configs.compose import load_config_file
 from rearrange import robot as robot_mjcf
 from rearrange.apartment import ApartmentLayout, Box
 from rearrange.collision import BaseMotion, ContactForces, ObstacleArrays
-from rearrange.raycast import BaseRangeFinder, HeadDepthRaycaster, check_depth_backend
-from rearrange.render import SceneRenderer, fixed_camera, free_camera
 from rearrange.scene import build_scene_xml, park_position
+from rearrange.sim_views import SimViews
 from rearrange.suction import Suction
 
 if TYPE_CHECKING:
@@ -83,12 +83,7 @@ class RearrangeSim:
         m = self.model
         self._names = names
         self._n_sub = int(self.cfg["physics"]["substeps"])
-        cam = self.cfg["camera"]
-        self._far = float(cam["head"]["max_depth"]) * 4.0
-        self._depth_backend = check_depth_backend(str(cam["head"]["backend"]))
-        m.vis.map.znear = float(cam["head"]["near"]) / m.stat.extent
-        m.vis.map.zfar = self._far / m.stat.extent
-        m.vis.global_.fovy = float(cam["third"]["fovy_deg"])
+        self.views = SimViews(m, self.data, self.cfg, layout.bounds, {w.name for w in layout.walls})
 
         def jid(name: str) -> int:
             return mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
@@ -106,8 +101,6 @@ class RearrangeSim:
         self._base_qadr = np.array([m.jnt_qposadr[jid(n)] for n in ("base_x", "base_y", "base_yaw")])
         self._base_dadr = np.array([m.jnt_dofadr[jid(n)] for n in ("base_x", "base_y", "base_yaw")])
         self._ee_site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, robot_mjcf.EE_SITE)
-        wall_names = {w.name for w in layout.walls}
-        self._is_wall_geom = np.array([m.geom(i).name in wall_names for i in range(m.ngeom)])
 
         self.object_names: tuple[str, ...] = names.objects
         self._obj_kind = dict(zip(names.objects, names.kinds, strict=True))
@@ -145,11 +138,7 @@ class RearrangeSim:
         self._resting_pos_base = np.asarray(self.cfg["arm"]["resting_pos_base"], dtype=np.float64)
 
         self._state_buf = np.zeros(mujoco.mj_stateSize(m, _STATE_SPEC))
-        self._renderer: SceneRenderer | None = None
         self._navmap: NavMap | None = None
-        self._head_cam = fixed_camera(m, robot_mjcf.HEAD_CAMERA)
-        self._raycasters: dict[tuple[int, int, float], HeadDepthRaycaster] = {}  # (w, h, max_depth)
-        self._range_finder: BaseRangeFinder | None = None
         self._arm_target = self.REST_ARM_QPOS.copy()
         self._base_xy = np.zeros(2)
         self._base_yaw = 0.0
@@ -447,92 +436,41 @@ class RearrangeSim:
             self._navmap = layout_navmap(self.layout, self._base_motion.radius)
         return self._navmap
 
-    # ------------------------------------------------------------------ rendering
-    def _get_renderer(self) -> SceneRenderer:
-        if self._renderer is None:
-            self._renderer = SceneRenderer(self.model)
-        return self._renderer
-
+    # ------------------------------------------------------------------ sensing and rendering (rearrange.sim_views)
     def head_depth(self) -> np.ndarray:
         """The head_depth observation from `camera.head.backend`: rendered (GL) or ray-cast, same semantics."""
-        if self._depth_backend == "raycast":
-            return self.raycast_head_depth()
-        return self.render_head_depth()
-
-    def _head_size(
-        self, width: int | None, height: int | None, max_depth: float | None
-    ) -> tuple[int, int, float]:
-        c = self.cfg["camera"]["head"]
-        return (
-            int(c["width"] if width is None else width),
-            int(c["height"] if height is None else height),
-            float(c["max_depth"] if max_depth is None else max_depth),
-        )
+        return self.views.head_depth()
 
     def raycast_head_depth(
         self, width: int | None = None, height: int | None = None, max_depth: float | None = None
     ) -> np.ndarray:
-        """Head camera depth by ray casting (`rearrange.raycast`), as `render_head_depth` without GL.
-        Size and max depth default to `camera.head`'s; others (another skill's camera) leave it as is."""
-        key = self._head_size(width, height, max_depth)
-        caster = self._raycasters.get(key)
-        if caster is None:
-            # rays start at the camera, just in front of the head box it is mounted on: never see the head
-            head = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "head_pan")
-            caster = HeadDepthRaycaster(self.model, robot_mjcf.HEAD_CAMERA, *key, exclude_body=head)
-            self._raycasters[key] = caster
-        return caster.depth(self.data)
+        """Head camera depth by ray casting, as `render_head_depth` without GL. Size and max depth default to
+        `camera.head`'s; others (another skill's camera) leave it as is."""
+        return self.views.raycast_head_depth(width, height, max_depth)
 
     def base_ranges(self) -> np.ndarray:
         """Clearances round the base's rim along a ring of horizontal rays (`rearrange.raycast.BaseRangeFinder`)."""
-        if self._range_finder is None:
-            base = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "robot_base")
-            self._range_finder = BaseRangeFinder(self.model, base, float(self.cfg["base"]["radius"]))
-        return self._range_finder.ranges(self.data, self._base_xy, self._base_yaw)
+        return self.views.base_ranges(self._base_xy, self._base_yaw)
 
     def render_head_depth(
         self, width: int | None = None, height: int | None = None, max_depth: float | None = None
     ) -> np.ndarray:
         """Head camera depth, (H, W, 1) float32 metres clipped to [0, max_depth]; size and max depth
         default to `camera.head`'s (the far plane stays 4 x camera.head.max_depth)."""
-        return self._get_renderer().depth(self.data, self._head_cam, *self._head_size(width, height, max_depth))
+        return self.views.render_head_depth(width, height, max_depth)
 
     def render_third_rgb(
         self, width: int, height: int, marks: Sequence[tuple[Sequence[float], Sequence[float]]] = ()
     ) -> np.ndarray:
         """Third-person RGB view from behind and above the robot, with `marks` (pos, rgba) as spheres."""
-        c = self.cfg["camera"]["third"]
-        cam = free_camera(
-            (self._base_xy[0], self._base_xy[1], 0.8),
-            float(c["distance"]),
-            float(np.rad2deg(self._base_yaw)) + float(c["azimuth_offset_deg"]),
-            float(c["elevation_deg"]),
-        )
-        return self._get_renderer().rgb(
-            self.data,
-            cam,
-            width,
-            height,
-            marks,
-            mark_radius=float(self.cfg["render"]["mark_radius"]),
-            shadows=bool(self.cfg["render"]["shadows_in_video"]),
-            see_through=self._is_wall_geom,
-        )
+        return self.views.render_third_rgb(self._base_xy, self._base_yaw, width, height, marks)
 
     def render_overview_rgb(
         self, width: int, height: int, marks: Sequence[tuple[Sequence[float], Sequence[float]]] = ()
     ) -> np.ndarray:
         """A high view of the whole apartment (for documentation and debugging)."""
-        (xmin, ymin), (xmax, ymax) = self.layout.bounds
-        tan_v = np.tan(np.deg2rad(self.model.vis.global_.fovy) / 2)
-        dist = 1.5 * max((ymax - ymin) / 2 / tan_v, (xmax - xmin) / 2 / (tan_v * width / height))
-        cam = free_camera(((xmin + xmax) / 2, (ymin + ymax) / 2 - 0.3, 0.0), dist, 90.0, -70.0)
-        return self._get_renderer().rgb(
-            self.data, cam, width, height, marks, mark_radius=float(self.cfg["render"]["mark_radius"])
-        )
+        return self.views.render_overview_rgb(width, height, marks)
 
     def close(self) -> None:
         """Free rendering resources."""
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
+        self.views.close()

@@ -55,7 +55,7 @@ def test_wall_in_front_gives_its_depth(layout):
     sim = RearrangeSim(layout, [], _raycast_cfg(24, 16))
     wall_y = face_south_wall(sim, 1.0)
     depth = sim.head_depth()[..., 0]
-    assert sim._renderer is None  # no GL context was needed
+    assert sim.views.renderer is None  # no GL context was needed
     cam = sim.model.camera("head_depth").id
     pos, rot = sim.data.cam_xpos[cam], sim.data.cam_xmat[cam].reshape(3, 3)
     # pinhole rays through the pixel centres (fovy 90 spans the height), hitting the wall plane or the floor
@@ -111,7 +111,7 @@ def test_env_observations_match_space_with_raycast():
     for _ in range(5):
         assert env.observation_space.contains(obs)
         obs, *_ = env.step(env.action_space.sample())
-    assert env.sim._renderer is None  # observations never touched GL
+    assert env.sim.views.renderer is None  # observations never touched GL
     err = np.abs(obs["head_depth"] - env.sim.render_head_depth())
     assert np.median(err) < 0.005 and np.mean(err < 0.05) > 0.95
     env.close()

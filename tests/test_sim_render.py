@@ -18,7 +18,7 @@ def layout():
 
 def test_head_depth_matches_geometry(layout):
     sim = RearrangeSim(layout, [])
-    assert sim._renderer is None  # GL context is created lazily, in the process that renders
+    assert sim.views.renderer is None  # GL context is created lazily, in the process that renders
     wall_y = face_south_wall(sim, 1.0)
     depth = sim.render_head_depth()
     assert depth.shape == (128, 128, 1) and depth.dtype == np.float32
