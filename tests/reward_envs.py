@@ -1,9 +1,11 @@
-"""Skill envs with one reward option set, on a train episode whose target sits on a given kind of
-receptacle; shared by the reward-shaping tests (place's opening path, pick's way out of the fridge)."""
+"""Skill envs on a real sim for the reward tests: an env with config edits on the first train episode
+(`make_env`), one on a given kind of receptacle (`skill_env_on`), and actions built from named parts."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 SIM_CFG = {"camera": {"head": {"width": 32, "height": 32}}}
 _ENVS: dict[tuple[str, str, str, float], Any] = {}
@@ -29,3 +31,53 @@ def skill_env_on(skill: str, receptacle_kind: str, reward_key: str, value: float
             return env
         _ENVS[key] = env
     return _ENVS[key]
+
+
+_EPISODES: dict[str, list] = {}
+
+
+def episodes(kind: str) -> list:
+    """The first train episode (seed 0) of skill `kind`, generated once."""
+    if kind not in _EPISODES:
+        from rearrange.generate import generate_episodes
+
+        _EPISODES[kind] = generate_episodes(kind, "train", 1, 0)
+    return _EPISODES[kind]
+
+
+def make_env(kind: str, episode_list: list | None = None, **changes: Any) -> Any:
+    """A RearrangeEnv of skill `kind`; `changes` are (dotted key -> value) edits of its skill config."""
+    from rearrange.env import RearrangeEnv
+    from rearrange.tasks.skill_tasks import load_skill_config, make_skill_task
+
+    cfg = load_skill_config(kind)
+    for dotted, value in changes.items():
+        node = cfg
+        *path, last = dotted.split("__")
+        for key in path:
+            node = node[key]
+        node[last] = value
+    env = RearrangeEnv(make_skill_task(cfg), episode_list or episodes(kind), sim_cfg=SIM_CFG)
+    env.reset(seed=0)
+    return env
+
+
+def action(env: Any, arm: Any = None, grip: float | None = None, base: Any = None, stop: float | None = None) -> np.ndarray:
+    """A subset action for `env` from named parts (missing parts 0)."""
+    parts = {"arm": arm if arm is not None else np.zeros(7), "grip": [0.0 if grip is None else grip],
+             "base": base if base is not None else np.zeros(2), "stop": [-1.0 if stop is None else stop]}
+    return np.concatenate([np.asarray(parts[s], dtype=np.float64) for s in env.task.action_subsets])
+
+
+def arm_toward(sim: Any, point: Any, step: float = 0.02) -> np.ndarray:
+    """Arm action moving the ee `step` m toward `point` (damped least squares on the ee Jacobian)."""
+    jac = sim.ee_jacobian()
+    d = np.asarray(point) - sim.ee_pos
+    dx = d / max(np.linalg.norm(d), 1e-9) * step
+    dq = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(3), dx)
+    return np.clip(dq / 0.0125, -1.0, 1.0)
+
+
+def arm_to_rest(sim: Any) -> np.ndarray:
+    """Arm action moving the joints toward rest at full speed."""
+    return np.clip((sim.REST_ARM_QPOS - sim.arm_qpos) / 0.0125, -1.0, 1.0)

@@ -1,0 +1,66 @@
+"""Nav's reward on a real sim and episode: driving along the path and turning toward the goal pay, stops end."""
+
+import numpy as np
+import pytest
+from reward_envs import action, make_env
+
+
+def _turn_to(sim, xy):
+    ang = np.arctan2(xy[1] - sim.base_xy[1], xy[0] - sim.base_xy[0]) - sim.base_yaw
+    return float(np.clip(((ang + np.pi) % (2 * np.pi) - np.pi) / 0.0833, -1.0, 1.0))
+
+
+def test_nav_driving_along_path_pays_and_stop_far_ends_without_success():
+    env = make_env("nav")
+    sim, goal = env.sim, env.task.goal_xy
+    path = sim.navmap.path(sim.base_xy, goal)
+    assert len(path) >= 2
+    waypoint = path[1] if np.linalg.norm(path[1] - sim.base_xy) > 0.2 else path[min(2, len(path) - 1)]
+    for _ in range(40):  # face the first waypoint
+        turn = _turn_to(sim, waypoint)
+        if abs(turn) < 0.05:
+            break
+        env.step(action(env, base=[0.0, turn]))
+    total = 0.0
+    for _ in range(6):
+        _, _, term, _, info = env.step(action(env, base=[1.0, _turn_to(sim, waypoint)]))
+        total += info["reward/dist"]
+        assert not term
+    assert total > 0.2  # ~0.5 m of progress on the geodesic
+    assert info["nav_dist"] > 1.5
+    _, reward, term, _, info = env.step(action(env, stop=1.0))
+    assert term and info["success"] == 0.0 and "reward/success" not in info
+    assert "reward/early_stop" not in info  # habitat's reward: a stop short of the goal costs nothing
+    env.close()
+
+
+def test_nav_early_stop_pen_charges_a_stop_short_of_the_goal_only():
+    env = make_env("nav", reward__early_stop_pen=2.0)
+    _, reward, term, _, info = env.step(action(env, stop=1.0))  # at the start, > 3 m from the goal
+    assert term and info["success"] == 0.0 and info["reward/early_stop"] == -2.0 and reward < -1.9
+    env.close()
+    with pytest.raises(ValueError, match="early_stop_pen must be >= 0"):
+        make_env("nav", reward__early_stop_pen=-1.0)
+
+
+def test_nav_turning_toward_goal_pays_and_stop_at_goal_succeeds():
+    env = make_env("nav")
+    sim, goal = env.sim, env.task.goal_xy
+    # stand on the navigable point nearest the goal, facing away from it
+    free = sim.navmap.nearest_navigable(goal)
+    assert free is not None and np.linalg.norm(free - goal) < 1.4
+    away = np.arctan2(free[1] - goal[1], free[0] - goal[0])
+    sim.set_base_pose(free, away)
+    env.task.reset(sim, env.current_episode, np.random.default_rng(0))
+    turns = []
+    for _ in range(60):
+        turn = _turn_to(sim, goal)
+        if abs(turn) < 0.02:
+            break
+        _, _, term, _, info = env.step(action(env, base=[0.0, turn]))
+        turns.append(info["reward/angle"])
+        assert not term
+    assert sum(turns) == pytest.approx(np.pi - info["nav_angle"], abs=0.3) and sum(turns) > 2.0
+    _, reward, term, _, info = env.step(action(env, stop=1.0))
+    assert term and info["success"] == 1.0 and info["reward/success"] == 10.0
+    env.close()
