@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from rearrange.arm_ik import delta_per_step, dls_solve
+
 SIM_CFG = {"camera": {"head": {"width": 32, "height": 32}}}
 _ENVS: dict[tuple[str, str, str, float], Any] = {}
 
@@ -17,16 +19,11 @@ def skill_env_on(skill: str, receptacle_kind: str, reward_key: str, value: float
     and shared, or (`fresh`) a new one of its own for a test that steps it."""
     key = (skill, receptacle_kind, reward_key, value)
     if fresh or key not in _ENVS:
-        from rearrange.env import RearrangeEnv
         from rearrange.generate import generate_episodes
-        from rearrange.tasks.skill_tasks import load_skill_config, make_skill_task
 
         episode = next(e for e in generate_episodes(skill, "train", 12, 0)
                        if e.info["receptacle_kind"] == receptacle_kind)
-        cfg = load_skill_config(skill)
-        cfg["reward"][reward_key] = value
-        env = RearrangeEnv(make_skill_task(cfg), [episode], sim_cfg=SIM_CFG)
-        env.reset(seed=0)
+        env = make_env(skill, [episode], **{f"reward__{reward_key}": value})
         if fresh:
             return env
         _ENVS[key] = env
@@ -71,13 +68,11 @@ def action(env: Any, arm: Any = None, grip: float | None = None, base: Any = Non
 
 def arm_toward(sim: Any, point: Any, step: float = 0.02) -> np.ndarray:
     """Arm action moving the ee `step` m toward `point` (damped least squares on the ee Jacobian)."""
-    jac = sim.ee_jacobian()
     d = np.asarray(point) - sim.ee_pos
-    dx = d / max(np.linalg.norm(d), 1e-9) * step
-    dq = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(3), dx)
-    return np.clip(dq / 0.0125, -1.0, 1.0)
+    dq = dls_solve(sim.ee_jacobian(), d / max(np.linalg.norm(d), 1e-9) * step, damping=0.01)
+    return np.clip(dq / delta_per_step(sim), -1.0, 1.0)
 
 
 def arm_to_rest(sim: Any) -> np.ndarray:
     """Arm action moving the joints toward rest at full speed."""
-    return np.clip((sim.REST_ARM_QPOS - sim.arm_qpos) / 0.0125, -1.0, 1.0)
+    return np.clip((sim.REST_ARM_QPOS - sim.arm_qpos) / delta_per_step(sim), -1.0, 1.0)

@@ -4,13 +4,13 @@ the grasp or release, bad values)."""
 
 import numpy as np
 import pytest
+from reward_envs import action, arm_toward, make_env
 from sim_poses import put_at_suction_cup
 
 from rearrange.apartment import ApartmentLayout, Box
 from rearrange.navmap import NavMap
 from rearrange.tasks.skill_tasks import load_skill_config, make_skill_task
 
-SIM_CFG = {"camera": {"head": {"width": 32, "height": 32}}}  # small depth frames: tests don't look at them
 COEF = 2.0
 _EPISODES: dict = {}
 
@@ -23,19 +23,9 @@ def episodes(kind: str):
     return _EPISODES[kind]
 
 
-def make_env(kind: str, episode, coef: float = COEF):
-    from rearrange.env import RearrangeEnv
-
-    cfg = load_skill_config(kind)
-    cfg["reward"]["approach_reward"] = coef
-    env = RearrangeEnv(make_skill_task(cfg), [episode], sim_cfg=SIM_CFG)
-    env.reset(seed=0)
-    return env
-
-
-def action(env, base=(0.0, 0.0), grip=0.0, arm=None):
-    parts = {"arm": np.zeros(7) if arm is None else arm, "grip": [grip], "base": list(base), "stop": [-1.0]}
-    return np.concatenate([np.asarray(parts[s], dtype=np.float64) for s in env.task.action_subsets])
+def approach_env(kind: str, episode, coef: float = COEF):
+    """A `kind` env on `episode` with approach_reward = `coef`."""
+    return make_env(kind, [episode], reward__approach_reward=coef)
 
 
 def teleport(env, xy, yaw):
@@ -105,7 +95,7 @@ def test_pick_in_the_fridge_is_approached_through_its_opening():
 
     episode = next(e for e in generate_episodes("pick", "train", 40, 0)
                    if e.object_spec(e.targets[0].object).receptacle.startswith("fridge"))
-    env = make_env("pick", episode)
+    env = approach_env("pick", episode)
     sim, ap = env.sim, env.task.approach
     assert ap.opening_halfwidth == 0.25  # configs/skill/pick.yaml
     rec = sim.layout.receptacles[episode.object_spec(env.task.target).receptacle]
@@ -122,7 +112,7 @@ def test_pick_in_the_fridge_is_approached_through_its_opening():
 
 
 def test_pick_step_along_geodesic_pays_step_away_costs():
-    env = make_env("pick", episodes("pick")[0])
+    env = approach_env("pick", episodes("pick")[0])
     sim, ap = env.sim, env.task.approach
     assert ap.active and ap.field is not None
     lin = float(sim.cfg["base"]["max_lin_per_step"])
@@ -149,7 +139,7 @@ def test_pick_step_along_geodesic_pays_step_away_costs():
 def test_pick_pushing_into_furniture_toward_the_object_pays_nothing():
     """The local optimum of the Euclidean term: the base blocked by the furniture between it and the
     object. Driving straight at the object (arm reaching toward it) earns no approach reward."""
-    env = make_env("pick", episodes("pick")[0])
+    env = approach_env("pick", episodes("pick")[0])
     sim, ap, target = env.sim, env.task.approach, env.task.target
     obj = np.asarray(sim.object_pos(target), dtype=np.float64)
     lin = float(sim.cfg["base"]["max_lin_per_step"])
@@ -166,7 +156,7 @@ def test_pick_pushing_into_furniture_toward_the_object_pays_nothing():
     teleport(env, xy, np.arctan2(d[1], d[0]))
     before_base = sim.base_xy.copy()
     ee_before = float(np.linalg.norm(obj - sim.ee_pos))
-    _, _, _, _, info = env.step(action(env, base=(1.0, 0.0), arm=_arm_toward(sim, obj)))
+    _, _, _, _, info = env.step(action(env, base=(1.0, 0.0), arm=arm_toward(sim, obj)))
     assert info["base_collided"] == 1.0 and np.allclose(sim.base_xy, before_base)
     assert info["ee_to_object_dist"] < ee_before  # the Euclidean term still pays (its local optimum) ...
     assert info["reward/approach"] <= 0.0 and ap.distance(sim) > 0.0  # ... this one does not
@@ -176,20 +166,12 @@ def test_pick_pushing_into_furniture_toward_the_object_pays_nothing():
 def test_defaults_and_exactly_zero_when_off():
     assert load_skill_config("pick")["reward"]["approach_reward"] == 4.0  # measured (configs/skill/pick.yaml)
     assert load_skill_config("place")["reward"]["approach_reward"] == 4.0  # measured (configs/skill/place.yaml)
-    env = make_env("pick", episodes("pick")[0], coef=0.0)
+    env = approach_env("pick", episodes("pick")[0], coef=0.0)
     assert env.task.approach.field is None  # nothing is built when off
     for _ in range(5):
         _, _, _, _, info = env.step(action(env, base=(1.0, 0.3)))
         assert info["reward/approach"] == 0.0
     env.close()
-
-
-def _arm_toward(sim, point, step=0.02):
-    """Arm action moving the ee `step` m toward `point` (damped least squares on the ee Jacobian)."""
-    jac = sim.ee_jacobian()
-    d = np.asarray(point) - sim.ee_pos
-    dq = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(3), d / max(np.linalg.norm(d), 1e-9) * step)
-    return np.clip(dq / 0.0125, -1.0, 1.0)
 
 
 def _drive_changes_distance(env, steps=6):
@@ -207,10 +189,10 @@ def _drive_changes_distance(env, steps=6):
 
 
 def test_pick_term_stops_after_the_grasp():
-    env = make_env("pick", episodes("pick")[0])
+    env = approach_env("pick", episodes("pick")[0])
     sim, ap, target = env.sim, env.task.approach, env.task.target
     for _ in range(25):  # arm out, away from the resting position (a grasp at rest would succeed at once)
-        env.step(action(env, arm=_arm_toward(sim, sim.object_pos(target)), grip=-1.0))
+        env.step(action(env, arm=arm_toward(sim, sim.object_pos(target)), grip=-1.0))
     assert ap.active
     put_at_suction_cup(sim, target)
     _, _, term, _, info = env.step(action(env, grip=1.0))
@@ -222,7 +204,7 @@ def test_pick_term_stops_after_the_grasp():
 
 
 def test_place_term_while_held_stops_after_the_release():
-    env = make_env("place", episodes("place")[0])
+    env = approach_env("place", episodes("place")[0])
     sim, ap, target = env.sim, env.task.approach, env.task.target
     assert sim.grasped == target and ap.active
     terms, moved = _drive_changes_distance(env, steps=4)  # while held: the term follows the distance

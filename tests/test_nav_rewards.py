@@ -4,10 +4,12 @@ import numpy as np
 import pytest
 from reward_envs import action, make_env
 
+from rearrange.sensors import wrap_angle
+
 
 def _turn_to(sim, xy):
     ang = np.arctan2(xy[1] - sim.base_xy[1], xy[0] - sim.base_xy[0]) - sim.base_yaw
-    return float(np.clip(((ang + np.pi) % (2 * np.pi) - np.pi) / 0.0833, -1.0, 1.0))
+    return float(np.clip(wrap_angle(ang) / 0.0833, -1.0, 1.0))
 
 
 def test_nav_driving_along_path_pays_and_stop_far_ends_without_success():
