@@ -29,8 +29,9 @@ from trainer.checkpoint import CheckpointError, load_checkpoint, network_differe
 
 def _difference(first: dict, other: dict) -> str | None:
     """What keeps `other` out of a soup with `first`, as a phrase; None when they can be averaged."""
-    if other["config"].get("skill", {}).get("name") != first["config"]["skill"].get("name"):
-        return f"it is skill {other['config'].get('skill', {}).get('name')}, not {first['config']['skill'].get('name')}"
+    theirs, ours = other["config"].get("skill", {}).get("name"), first["config"]["skill"].get("name")
+    if theirs != ours:
+        return f"it is skill {theirs}, not {ours}"
     if other["obs_space"] != first["obs_space"]:
         return "its observation space differs"
     if other["action_space"] != first["action_space"]:
