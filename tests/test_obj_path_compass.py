@@ -7,8 +7,9 @@ point is never served for another field at a reused address."""
 
 import numpy as np
 import pytest
+from reward_envs import action
 from sim_poses import put_at_suction_cup
-from test_approach_shaping import action, episodes, make_env, teleport
+from test_approach_shaping import approach_env, episodes, teleport
 
 from rearrange.apartment import ApartmentLayout, Box
 from rearrange.navmap import NavMap
@@ -36,7 +37,7 @@ def test_heading_on_a_region_field_detours_round_a_wall():
 def test_space_and_empty_or_held_targets():
     space = sensor_space("obj_path_compass")
     assert space.shape == (3,) and space.low[1] == -1.0 and space.high[2] == 1.0
-    env = make_env("pick", episodes("pick")[0])
+    env = approach_env("pick", episodes("pick")[0])
     sim = env.sim
     assert obj_path_compass(sim, SensorTarget()).tolist() == [0.0, 0.0, 0.0]
     target = env.task.sensor_target
@@ -53,7 +54,7 @@ def test_distance_is_the_approach_distance_and_the_bearing_leads_there():
     sensor's region is centred on the object's cell); facing the bearing and driving ahead shortens it;
     inside the region it reads 0 and points at the object."""
     for episode in episodes("pick")[:3]:
-        env = make_env("pick", episode)
+        env = approach_env("pick", episode)
         sim, target = env.sim, env.task.sensor_target
         approach = env.task.approach.distance(sim)
         distance, cos_b, sin_b = obj_path_compass(sim, target)
@@ -87,7 +88,7 @@ def test_a_fridge_shelf_object_is_reached_through_the_opening():
                   if ep.info.get("receptacle_kind") == "fridge"]
     if not fridge_eps:
         pytest.skip("no fridge-shelf episode among the 12 generated")
-    env = make_env("pick", fridge_eps[0])
+    env = approach_env("pick", fridge_eps[0])
     sim, target = env.sim, env.task.sensor_target
     obj = sim.object_pos(target.object)
     rec = sim.layout.container_receptacle_at(obj)
