@@ -8,8 +8,8 @@ from different initial weights cannot be averaged this way. The parts must share
 observation and action spaces and the network (parameter names and shapes); otherwise a one-line error
 names the first difference. Floating-point weights and buffers (the observation-normalisation
 statistics, the value scale) are averaged in float64; the config, spaces and counters come from the
-first part, and `souped_from` records every part with its env steps. Accepts train-skill checkpoints and
-exported policies; the result is policy-only like `skills.export`'s, loads wherever a shipped policy
+first part, and `souped_from` records every part with its env steps. Accepts train-skill checkpoints, run
+folders (their newest checkpoint, as `trainer.init_from` and eval-skill read them) and exported policies; the result is policy-only like `skills.export`'s, loads wherever a shipped policy
 does, cannot be resumed, and is written atomically.
 """
 
@@ -24,7 +24,13 @@ import torch
 
 from configs.compose import exit_with_error
 from skills.export import KEPT_KEYS
-from trainer.checkpoint import CheckpointError, load_checkpoint, network_difference, save_checkpoint
+from trainer.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    network_difference,
+    resolve_checkpoint,
+    save_checkpoint,
+)
 
 
 def _difference(first: dict, other: dict) -> str | None:
@@ -48,9 +54,11 @@ def _difference(first: dict, other: dict) -> str | None:
 
 
 def soup_policies(paths: Sequence[str | os.PathLike]) -> dict:
-    """The uniform weight average of the skill checkpoints at `paths` (two or more), policy-only."""
+    """The uniform weight average of the skill checkpoints at `paths` (two or more; a run folder stands for
+    its newest checkpoint), policy-only."""
     if len(paths) < 2:
         raise CheckpointError(f"a soup needs at least two checkpoints, got {len(paths)}")
+    paths = [resolve_checkpoint(p) for p in paths]
     parts = [load_checkpoint(p) for p in paths]
     first = parts[0]
     if not isinstance(first["config"], dict) or "skill" not in first["config"]:
@@ -77,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m skills.soup", description=__doc__.split("\n")[0])
     parser.add_argument("out", help="where to write the averaged policy")
     parser.add_argument("checkpoints", nargs="+",
-                        help="two or more checkpoints of one skill fine-tuned from one training state")
+                        help="two or more checkpoints (or train-skill run folders: the newest) of one skill "
+                        "fine-tuned from one training state")
     args = parser.parse_args(argv)
     try:
         soup = soup_policies(args.checkpoints)

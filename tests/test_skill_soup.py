@@ -57,3 +57,18 @@ def test_soup_refuses_another_skill_or_network_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "soup.pt").exists()
     with pytest.raises(CheckpointError, match="at least two"):
         soup_policies([a])
+
+
+def test_soup_takes_a_run_folder_for_its_newest_checkpoint(tmp_path):
+    a, b = _two_parts(tmp_path)
+    run = tmp_path / "run" / "checkpoints"
+    run.mkdir(parents=True)
+    untrained_checkpoint(run / "ckpt_000000000100.pt", "place", SMALL)
+    b.replace(run / "ckpt_000000000200.pt")
+    soup = soup_policies([a, tmp_path / "run"])
+    assert soup["souped_from"][1]["path"] == str(run / "ckpt_000000000200.pt")
+    newest = load_checkpoint(run / "ckpt_000000000200.pt")["model"]["actor.0.weight"]
+    torch.testing.assert_close(soup["model"]["actor.0.weight"], (load_checkpoint(a)["model"]["actor.0.weight"] + newest) / 2)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        soup_policies([a, tmp_path / "empty"])
