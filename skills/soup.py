@@ -9,8 +9,9 @@ observation and action spaces and the network (parameter names and shapes); othe
 names the first difference. Floating-point weights and buffers (the observation-normalisation
 statistics, the value scale) are averaged in float64; the config, spaces and counters come from the
 first part, and `souped_from` records every part with its env steps. Accepts train-skill checkpoints, run
-folders (their newest checkpoint, as `trainer.init_from` and eval-skill read them) and exported policies; the result is policy-only like `skills.export`'s, loads wherever a shipped policy
-does, cannot be resumed, and is written atomically.
+folders (their newest checkpoint, as `trainer.init_from` and eval-skill read them) and exported policies;
+the result is policy-only like `skills.export`'s, loads wherever a shipped policy does, cannot be
+resumed, and is written atomically.
 """
 
 from __future__ import annotations
