@@ -235,16 +235,10 @@ def check_observations(where: str, policy: Any, obs_space: Any) -> None:
 # ----------------------------------------------------------------------------- finding checkpoints
 
 
-def newest_in_run(run_dir: str | os.PathLike) -> Path | None:
-    """The newest `ckpt_<step>.pt` of a train-skill run folder (in its `checkpoints/`, or in it)."""
-    from trainer.checkpoint import latest_checkpoint
-
-    run = Path(run_dir)
-    return latest_checkpoint(run / "checkpoints") or latest_checkpoint(run)
-
-
 def checkpoint_at(path: str | os.PathLike) -> Path | None:
     """`path` if it is a file, the newest checkpoint if it is a train-skill run folder, else None."""
+    from trainer.checkpoint import newest_in_run
+
     path = Path(path)
     if path.is_file():
         return path
@@ -263,6 +257,8 @@ def find_in_dir(skill: str, checkpoint_dir: str | os.PathLike) -> Path:
     flat = Path(checkpoint_dir) / f"{skill}.pt"
     if flat.is_file():
         return flat
+    from trainer.checkpoint import newest_in_run
+
     run = Path(checkpoint_dir) / skill
     found = newest_in_run(run)
     if found is not None:

@@ -68,7 +68,8 @@ def test_soup_takes_a_run_folder_for_its_newest_checkpoint(tmp_path):
     soup = soup_policies([a, tmp_path / "run"])
     assert soup["souped_from"][1]["path"] == str(run / "ckpt_000000000200.pt")
     newest = load_checkpoint(run / "ckpt_000000000200.pt")["model"]["actor.0.weight"]
-    torch.testing.assert_close(soup["model"]["actor.0.weight"], (load_checkpoint(a)["model"]["actor.0.weight"] + newest) / 2)
+    first = load_checkpoint(a)["model"]["actor.0.weight"]
+    torch.testing.assert_close(soup["model"]["actor.0.weight"], (first + newest) / 2)
     (tmp_path / "empty").mkdir()
     with pytest.raises(CheckpointError, match="no checkpoint"):
         soup_policies([a, tmp_path / "empty"])

@@ -119,6 +119,12 @@ def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
     return found[-1] if found else None
 
 
+def newest_in_run(run_dir: str | os.PathLike) -> Path | None:
+    """The newest `ckpt_<step>.pt` of a run folder (in its `checkpoints/`, or in it), or None."""
+    run = Path(run_dir)
+    return latest_checkpoint(run / "checkpoints") or latest_checkpoint(run)
+
+
 def keep_last_checkpoints(directory: str | os.PathLike, keep: int) -> list[Path]:
     """Delete all but the newest `keep` `ckpt_<step>.pt` files (keep <= 0 keeps all); returns the deleted."""
     if keep <= 0:
@@ -133,7 +139,7 @@ def resolve_checkpoint(resume: str | os.PathLike) -> Path:
     """A checkpoint file, or the newest checkpoint of a run directory; CheckpointError otherwise."""
     path = Path(resume)
     if path.is_dir():
-        found = latest_checkpoint(path / "checkpoints") or latest_checkpoint(path)
+        found = newest_in_run(path)
         if found is None:
             raise CheckpointError(f"no checkpoint (ckpt_*.pt) found in {path}")
         return found
