@@ -1,7 +1,9 @@
 """Evaluation metrics: per-episode records -> aggregate numbers with 95% bootstrap intervals.
 
-- `EpisodeRecord`: what one evaluated episode produced (success, stages reached, the skill that
-  was running when an unsuccessful episode ended, numeric measures such as steps or reward).
+- `EpisodeRecord`: what one evaluated episode produced (success, stages reached, the skill blamed for
+  an unsuccessful episode: the HAB agent's first failed call in fixed mode, else the call that failed last
+  or the step running when the episode ended, which may be one of the agent's own steps such as reset_arm
+  when the step budget ran out during it; numeric measures such as steps or reward).
 - `StageTracker`: follows the symbolic state during an HAB episode and records when each stage of
   the problem (`planner.problem.Stage`: open_k, pick_i, place_i, close_k) was first reached, like
   habitat's `pddl_stage_goals` ("ever true"), with a stage's prerequisites (a place after its pick).
@@ -38,7 +40,7 @@ class EpisodeRecord:
     episode_id: str
     success: bool
     stages: dict[str, bool] = field(default_factory=dict)  # stage name -> reached during the episode
-    failed_skill: str | None = None  # skill running when an unsuccessful episode ended
+    failed_skill: str | None = None  # skill blamed for an unsuccessful episode (module docstring)
     measures: dict[str, float] = field(default_factory=dict)  # e.g. steps, reward, num_replans
 
     def to_dict(self) -> dict[str, Any]:
