@@ -405,8 +405,8 @@ def print_summary(result: Mapping[str, Any], out_dir: Path) -> None:
     stages = ", ".join(f"{k} {v['mean']:.2f}" for k, v in result["stage_success"].items())
     print(f"stage success (progressive): {stages}")
     if result["failed_skill"]:
-        # fixed mode counts the first failed call; reset_arm / back_off / wait: the step budget ran out in them
-        print(f"failed skills (the last failed call, or the step running when the episode ended): "
+        blamed = "first" if result["mode"] == "fixed" else "last"
+        print(f"failed skills (the {blamed} failed call, or the step running when the episode ended): "
               f"{result['failed_skill']}; failed at stage: {result['failed_subtask']}")
     calls = result.get("skill_calls") or {}
     if calls:

@@ -147,6 +147,8 @@ def test_eval_hab_fixed_mode_video_is_readable_by_others(tmp_path, capsys):
     result = json.loads((out / "results.json").read_text())
     assert result["config"]["agent"]["mode"] == "fixed"
     assert result["episodes"][0]["measures"]["num_replans"] == 0
+    # 8 steps end the episode in its first call, which the fixed mode's failed-skill line names as such
+    assert "failed skills (the first failed call, or the step running when the episode ended)" in capsys.readouterr().out
     (video,) = videos.glob("*.mp4")
     assert stat.S_IMODE(video.stat().st_mode) == 0o644
     assert [p.name for p in videos.iterdir()] == [video.name]  # no temporary file left
