@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from reward_envs import action, make_env
+from sim_poses import face_south_wall
 
 from rearrange.sensors import wrap_angle
 
@@ -66,3 +67,26 @@ def test_nav_turning_toward_goal_pays_and_stop_at_goal_succeeds():
     _, reward, term, _, info = env.step(action(env, stop=1.0))
     assert term and info["success"] == 1.0 and info["reward/success"] == 10.0
     env.close()
+
+
+def test_nav_collision_pen_charges_blocked_steps_only():
+    env = make_env("nav", reward__collision_pen=0.05)
+    sim = env.sim
+    face_south_wall(sim, 0.45)  # the base's front a few cm from the wall, free floor behind it
+    env.task.reset(sim, env.current_episode, np.random.default_rng(0))
+    for _ in range(6):  # drive into the wall: the term is there exactly on the blocked steps
+        _, _, term, _, info = env.step(action(env, base=[1.0, 0.0]))
+        assert info.get("reward/collision", 0.0) == (-0.05 if sim.base_collided else 0.0)
+        assert not term
+    assert sim.base_collided and info["base_collided"] == 1.0
+    _, _, _, _, info = env.step(action(env, base=[-1.0, 0.0]))  # back off into free floor
+    assert not sim.base_collided and "reward/collision" not in info
+    env.close()
+    off = make_env("nav")  # habitat's reward (the default): no such term, blocked or not
+    face_south_wall(off.sim, 0.45)
+    for _ in range(6):
+        _, _, _, _, info = off.step(action(off, base=[1.0, 0.0]))
+    assert off.sim.base_collided and "reward/collision" not in info
+    off.close()
+    with pytest.raises(ValueError, match="collision_pen must be >= 0"):
+        make_env("nav", reward__collision_pen=-0.1)
