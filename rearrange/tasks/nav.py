@@ -4,10 +4,10 @@ The goal is the episode's `info.nav_goal` (x, y[, z]). Reward per step: slack; d
 of the distance to the goal (geodesic on the nav map or 2-D Euclidean, `reward.distance`);
 angle_dist_reward x decrease of the heading error while closer than `turn_reward_dist`;
 success_reward when successful; minus `early_stop_pen` when stop ends the episode without success (a
-deviation as in the articulated skills; absent: 0, habitat's reward); minus `collision_pen` on every step
-whose base motion was blocked by furniture or a wall (a deviation; absent: 0, habitat's reward). Success: 2-D distance <
-`success_distance`, heading error < `success_angle`, and the stop action called. Calling stop ends the
-episode, success or not.
+deviation as in the articulated skills; absent: 0, habitat's reward); minus `collision_pen` on every
+step whose base motion furniture or a wall blocked (a deviation; absent: 0, habitat's reward). Success:
+2-D distance < `success_distance`, heading error < `success_angle`, and the stop action called. Calling
+stop ends the episode, success or not.
 """
 
 from __future__ import annotations
@@ -69,12 +69,10 @@ class NavTask(SkillTask):
                              f"{', '.join(DISTANCES)}")
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.angle = DistanceDelta(self.reward_cfg.angle_dist_reward)
-        self.early_stop_pen = self.reward_cfg.early_stop_pen
-        if not self.early_stop_pen >= 0.0:
-            raise ValueError(f"skill.reward.early_stop_pen must be >= 0 (got {self.early_stop_pen})")
-        self.collision_pen = self.reward_cfg.collision_pen
-        if not self.collision_pen >= 0.0:
-            raise ValueError(f"skill.reward.collision_pen must be >= 0 (got {self.collision_pen})")
+        for name in ("early_stop_pen", "collision_pen"):
+            value = getattr(self.reward_cfg, name)
+            if not value >= 0.0:
+                raise ValueError(f"skill.reward.{name} must be >= 0 (got {value})")
         self.goal_xy = np.zeros(2)
 
     def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
@@ -106,8 +104,8 @@ class NavTask(SkillTask):
         reverse = min(max(-float(full_action[BASE_LINEAR]), 0.0), 1.0)  # the reverse speed command, 0..1
         stop = float(full_action[STOP_INDEX]) > 0.0
         terms["dist"] = self.dist(self._reward_distance(sim))
-        if self.collision_pen > 0.0 and sim.base_collided:
-            terms["collision"] = -self.collision_pen
+        if r.collision_pen > 0.0 and sim.base_collided:
+            terms["collision"] = -r.collision_pen
         d = self.euclidean(sim)
         angle = self.heading_error(sim)
         if d < r.turn_reward_dist:
@@ -120,7 +118,7 @@ class NavTask(SkillTask):
         if success:
             terms["success"] = r.success_reward
             terminated = True
-        elif terminated and self.early_stop_pen > 0.0:
-            terms["early_stop"] = -self.early_stop_pen
+        elif terminated and r.early_stop_pen > 0.0:
+            terms["early_stop"] = -r.early_stop_pen
         info = {"nav_dist": d, "nav_angle": angle, "stop": float(stop), "at_goal": float(at_goal), "reverse": reverse}
         return self._task_step(terms, terminated, success, info)
