@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rearrange.tasks.skill_base import read_config
+from rearrange.tasks.skill_base import check_range, read_config
 from rearrange.tasks.skill_tasks import SKILL_NAMES, SKILL_TASKS, load_skill_config
 
 SIM_CFG = {"camera": {"head": {"width": 32, "height": 32}}}
@@ -85,3 +85,33 @@ def test_read_config_converts_by_annotation_and_ignores_other_keys():
     assert type(node.coef) is float and type(node.flag) is bool
     with pytest.raises(KeyError, match="flag"):
         read_config(Node, {"coef": 1.0, "kind": "x"})
+
+
+def test_check_range_names_key_range_and_value_and_refuses_nan_and_infinity():
+    assert check_range("skill.reward.x", "0.5") == 0.5  # converted
+    assert check_range("k", 0.0) == 0.0 and check_range("k", 1.0, 0.0, 1.0) == 1.0  # closed ends are in
+    with pytest.raises(ValueError, match=r"^skill.reward.x must be >= 0 \(got -1\)$"):
+        check_range("skill.reward.x", -1)
+    with pytest.raises(ValueError, match=r"^d must be > 0 m \(got 0.0, skill pick\)$"):
+        check_range("d", 0.0, low_open=True, unit="m", where=", skill pick")
+    with pytest.raises(ValueError, match=r"^s must be in \(0, 1\] \(got 1.5\)$"):
+        check_range("s", 1.5, 0.0, 1.0, low_open=True)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="must be >= 0"):
+            check_range("k", bad)
+
+
+@pytest.mark.parametrize(("skill", "section", "key", "value", "message"), [
+    ("nav", "reward", "collision_pen", -0.1, r"skill.reward.collision_pen must be >= 0 \(got -0.1\)"),
+    ("pick", "reward", "knock_dist", 0.0, r"skill.reward.knock_dist must be > 0 m \(got 0.0\)"),
+    ("place", "reward", "displaced_pen", float("inf"), r"skill.reward.displaced_pen must be >= 0 \(got inf\)"),
+    ("place", "reward", "place_reward_dist", 0.2, r"skill.reward.place_reward_dist must be in \[0, 0.15\] m"),
+    ("place", None, "release_guard", -1.0, r"skill.release_guard must be >= 0 m \(0: off\) \(got -1.0\)"),
+    ("place", "reward", "approach_reach", 0.0, r"skill.reward.approach_reach must be > 0 m \(got 0.0, skill place\)"),
+])
+def test_bad_skill_values_fail_at_construction_with_one_line(skill, section, key, value, message):
+    cfg = load_skill_config(skill)
+    (cfg[section] if section else cfg)[key] = value
+    with pytest.raises(ValueError, match=message) as err:
+        SKILL_TASKS[skill](cfg)
+    assert "\n" not in str(err.value)

@@ -35,6 +35,7 @@ import numpy as np
 
 from rearrange.navmap import NavMap, planning_map
 from rearrange.tasks.rewards import DistanceDelta
+from rearrange.tasks.skill_base import check_range
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
@@ -51,14 +52,11 @@ def check_approach_cfg(reward_cfg: Mapping[str, Any], skill: str) -> tuple[float
         return 0.0, 1.0, 0.0  # off: the reach is never used
     if "approach_reach" not in reward_cfg:
         raise ValueError(f"skill.reward.approach_reach is missing (skill {skill} sets approach_reward)")
-    reach = float(reward_cfg["approach_reach"])
-    if not (math.isfinite(coef) and coef >= 0.0):
-        raise ValueError(f"skill.reward.approach_reward must be >= 0 (got {coef}, skill {skill})")
-    if not (math.isfinite(reach) and reach > 0.0):
-        raise ValueError(f"skill.reward.approach_reach must be > 0 (got {reach}, skill {skill})")
-    half_width = float(reward_cfg.get("approach_opening_halfwidth", 0.0))
-    if not (math.isfinite(half_width) and half_width >= 0.0):
-        raise ValueError(f"skill.reward.approach_opening_halfwidth must be >= 0 (got {half_width}, skill {skill})")
+    where = f", skill {skill}"
+    check_range("skill.reward.approach_reward", coef, where=where)
+    reach = check_range("skill.reward.approach_reach", reward_cfg["approach_reach"], low_open=True, unit="m", where=where)
+    half_width = check_range("skill.reward.approach_opening_halfwidth", reward_cfg.get("approach_opening_halfwidth", 0.0),
+                             unit="m", where=where)
     return coef, reach, half_width
 
 
@@ -134,10 +132,7 @@ def hinged_opening_frame(sim: RearrangeSim, receptacle: str | None
 def check_offset_cfg(reward_cfg: Mapping[str, Any], key: str, skill: str) -> float:
     """A [0, 1] m offset of a reward config (place's `opening_path_offset`, pick's `exit_offset`; absent:
     0.0, off); ValueError on a bad value."""
-    offset = float(reward_cfg.get(key, 0.0))
-    if not (math.isfinite(offset) and 0.0 <= offset <= 1.0):
-        raise ValueError(f"skill.reward.{key} must be in [0, 1] m (got {offset}, skill {skill})")
-    return offset
+    return check_range(f"skill.reward.{key}", reward_cfg.get(key, 0.0), 0.0, 1.0, unit="m", where=f", skill {skill}")
 
 
 class OpeningPath:

@@ -23,7 +23,7 @@ from rearrange.episodes import Episode
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, heading_error
-from rearrange.tasks.skill_base import SkillTask, read_config
+from rearrange.tasks.skill_base import SkillTask, check_range, read_config
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
@@ -70,9 +70,7 @@ class NavTask(SkillTask):
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.angle = DistanceDelta(self.reward_cfg.angle_dist_reward)
         for name in ("early_stop_pen", "collision_pen"):
-            value = getattr(self.reward_cfg, name)
-            if not value >= 0.0:
-                raise ValueError(f"skill.reward.{name} must be >= 0 (got {value})")
+            check_range(f"skill.reward.{name}", getattr(self.reward_cfg, name))
         self.goal_xy = np.zeros(2)
 
     def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:

@@ -27,7 +27,7 @@ from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, ContainerExit, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, KnockWatch, norm
-from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
+from rearrange.tasks.skill_base import SkillTask, check_range, ee_to_rest, read_config
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
@@ -74,9 +74,8 @@ class PickTask(SkillTask):
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
         self.exit = ContainerExit(check_offset_cfg(cfg["reward"], "exit_offset", self.name))
         r = self.reward_cfg
-        if not r.knock_pen >= 0.0 or not r.knock_dist > 0.0:
-            raise ValueError(f"skill.reward: knock_pen must be >= 0 and knock_dist > 0 "
-                             f"(got {r.knock_pen} and {r.knock_dist})")
+        check_range("skill.reward.knock_pen", r.knock_pen)
+        check_range("skill.reward.knock_dist", r.knock_dist, low_open=True, unit="m")
         self.knocks = KnockWatch(r.knock_dist)
         self.target: str | None = None
         self.prev_grasped: str | None = None

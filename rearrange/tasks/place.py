@@ -34,7 +34,7 @@ from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, OpeningPath, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
-from rearrange.tasks.skill_base import SkillTask, ee_to_rest, holding_object, read_config
+from rearrange.tasks.skill_base import SkillTask, check_range, ee_to_rest, holding_object, read_config
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
@@ -73,19 +73,15 @@ class PlaceTask(SkillTask):
     def __init__(self, cfg: Mapping[str, Any]) -> None:
         super().__init__(cfg)
         self.block_regrasp = bool(cfg["block_regrasp"])
-        self.release_guard = float(cfg.get("release_guard", 0.0))  # absent in checkpoints saved before the key: off
-        if not self.release_guard >= 0.0:
-            raise ValueError(f"skill.release_guard must be >= 0 m (0: off; got {self.release_guard})")
-        self.reward_cfg = read_config(PlaceReward, cfg["reward"])
+        # absent in checkpoints saved before the key: off
+        self.release_guard = check_range("skill.release_guard", cfg.get("release_guard", 0.0), unit="m (0: off)")
+        self.reward_cfg = r = read_config(PlaceReward, cfg["reward"])
         self.success_cfg = read_config(PlaceSuccess, cfg["success"])
-        if not (self.reward_cfg.near_drop_reward >= 0.0 and self.reward_cfg.near_drop_dist > 0.0):
-            raise ValueError(f"skill.reward: near_drop_reward must be >= 0 and near_drop_dist > 0 (got "
-                             f"{self.reward_cfg.near_drop_reward}, {self.reward_cfg.near_drop_dist})")
-        if not self.reward_cfg.displaced_pen >= 0.0:
-            raise ValueError(f"skill.reward: displaced_pen must be >= 0 (got {self.reward_cfg.displaced_pen})")
-        if not 0.0 <= self.reward_cfg.place_reward_dist <= self.success_cfg.obj_at_goal_threshold:
-            raise ValueError(f"skill.reward: place_reward_dist must be in [0, success.obj_at_goal_threshold = "
-                             f"{self.success_cfg.obj_at_goal_threshold}] (got {self.reward_cfg.place_reward_dist})")
+        check_range("skill.reward.near_drop_reward", r.near_drop_reward)
+        check_range("skill.reward.near_drop_dist", r.near_drop_dist, low_open=True, unit="m")
+        check_range("skill.reward.displaced_pen", r.displaced_pen)
+        check_range("skill.reward.place_reward_dist", r.place_reward_dist, 0.0, self.success_cfg.obj_at_goal_threshold,
+                    unit="m (success.obj_at_goal_threshold at most)")
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
         self.path = OpeningPath(check_offset_cfg(cfg["reward"], "opening_path_offset", self.name))

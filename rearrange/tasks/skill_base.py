@@ -8,6 +8,7 @@ for its `reward` and `success` nodes (`read_config` fills them), so `step` does 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, fields
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
@@ -32,13 +33,24 @@ def read_config(cls: type[ConfigT], node: Mapping[str, Any]) -> ConfigT:
                   if f.name in node or (f.default is MISSING and f.default_factory is MISSING)})
 
 
+def check_range(key: str, value: Any, low: float = 0.0, high: float = math.inf, *, low_open: bool = False,
+                unit: str = "", where: str = "") -> float:
+    """`value` as a float when it lies in [low, high] ((low, high] with `low_open`); otherwise one ValueError
+    line naming `key`, the valid range and the value (`where` is appended to it, e.g. ", skill pick").
+    NaN and infinities are never in range."""
+    number = float(value)
+    above = number > low if low_open else number >= low
+    if not (math.isfinite(number) and above and number <= high):
+        opening = "(" if low_open else "["
+        interval = (f"{'>' if low_open else '>='} {low:g}" if math.isinf(high)
+                    else f"in {opening}{low:g}, {high:g}]")
+        raise ValueError(f"{key} must be {interval}{' ' + unit if unit else ''} (got {value}{where})")
+    return number
+
+
 def skill_base_reverse_speed(cfg: Mapping[str, Any]) -> float:
     """The skill's `base_reverse_speed` in (0, 1] (absent: 1, habitat's); ValueError (one line) otherwise."""
-    value = cfg.get("base_reverse_speed", 1.0)
-    speed = float(value)
-    if not 0.0 < speed <= 1.0:
-        raise ValueError(f"skill.base_reverse_speed must be in (0, 1] (got {value})")
-    return speed
+    return check_range("skill.base_reverse_speed", cfg.get("base_reverse_speed", 1.0), 0.0, 1.0, low_open=True)
 
 
 def skill_action_subsets(cfg: Mapping[str, Any]) -> tuple[str, ...]:
