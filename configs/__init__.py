@@ -6,6 +6,7 @@ command-line tools. `compose.py` composes the tree from Python (every command an
 config through it), reads single files of it (`load_config_file`: the sim defaults, a skill, the
 episode generator) and holds the one-line error helpers every command uses; the other rooms
 (rearrange, trainer, skills, eval) import config from here and never locate or compose it themselves.
-`files.py` holds the atomic file writes every room uses (standard library only). Both import nothing
-of the project, so this package is the bottom of the data flow and any room may import it.
+`files.py` holds the atomic file writes every room uses, `ranges.py` the numeric intervals config checks
+name (both standard library only). None of them imports anything of the project above this package, so it
+is the bottom of the data flow and any room may import it.
 """

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from configs.compose import ConfigError
+from configs.ranges import as_finite_float, interval_text, within
 
 _MISSING = object()
 DEVICES = ("auto", "cpu", "cuda")
@@ -82,9 +83,9 @@ class _Node:
         value = self.raw(name, optional)
         if value is _MISSING:
             return None
-        expected = "a number" + _interval(low, high, low_open, high_open)
-        number = _as_float(value)
-        if number is None or not _within(number, low, high, low_open, high_open):
+        expected = "a number" + interval_text(low, high, low_open, high_open)
+        number = as_finite_float(value)
+        if number is None or not within(number, low, high, low_open, high_open):
             raise self.fail(name, expected, value)
         return number
 
@@ -111,44 +112,15 @@ class _Node:
                     open_ends: bool = False) -> list[float]:
         """A non-empty list of finite numbers, each in the interval `low`/`high` (open with `open_ends`)."""
         value = self.raw(name)
-        expected = "a non-empty list of numbers" + _interval(low, high, open_ends, open_ends)
+        expected = "a non-empty list of numbers" + interval_text(low, high, open_ends, open_ends)
         if isinstance(value, (str, Mapping)) or not isinstance(value, Sequence) or not value:
             raise self.fail(name, expected, value)
-        numbers = [_as_float(v) for v in value]
-        if any(n is None or not _within(n, low, high, open_ends, open_ends) for n in numbers):
+        numbers = [as_finite_float(v) for v in value]
+        if any(n is None or not within(n, low, high, open_ends, open_ends) for n in numbers):
             raise self.fail(name, expected, list(value))
         return [float(n) for n in numbers if n is not None]
 
 
-def _as_float(value: Any) -> float | None:
-    """`value` as a finite float (numbers and numeric strings such as '1e-4'), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return None
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-def _within(number: float, low: float | None, high: float | None, low_open: bool, high_open: bool) -> bool:
-    """Whether `number` lies in the interval `low`/`high` (None: unbounded; open ends with `*_open`)."""
-    if low is not None and (number < low or (low_open and number == low)):
-        return False
-    return high is None or not (number > high or (high_open and number == high))
-
-
-def _interval(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
-    if low is not None and high is not None:
-        return f" in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-    if low is not None:
-        return f" {'>' if low_open else '>='} {low:g}"
-    if high is not None:
-        return f" {'<' if high_open else '<='} {high:g}"
-    return ""
 
 
 def check_config(cfg: Mapping) -> None:
@@ -197,7 +169,7 @@ def check_trainer(t: _Node) -> int:
     t.number("min_batch_factor", 0, low_open=True)
     t.number("max_batch_factor", 0, low_open=True)
     wait = t.raw("max_batch_wait_s")
-    seconds = _as_float(wait)
+    seconds = as_finite_float(wait)
     if wait != "auto" and (seconds is None or seconds < 0):
         raise t.fail("max_batch_wait_s", "a number of seconds >= 0 or 'auto'", wait)
     t.integer("seed")

@@ -8,11 +8,11 @@ for its `reward` and `success` nodes (`read_config` fills them), so `step` does 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, fields
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
+from configs.ranges import as_finite_float, interval_text, within
 from rearrange.actions import check_subsets
 from rearrange.sensors import SensorTarget, check_sensor_names
 from rearrange.tasks.base import TaskStep
@@ -33,18 +33,15 @@ def read_config(cls: type[ConfigT], node: Mapping[str, Any]) -> ConfigT:
                   if f.name in node or (f.default is MISSING and f.default_factory is MISSING)})
 
 
-def check_range(key: str, value: Any, low: float = 0.0, high: float = math.inf, *, low_open: bool = False,
+def check_range(key: str, value: Any, low: float | None = 0.0, high: float | None = None, *, low_open: bool = False,
                 unit: str = "", where: str = "") -> float:
-    """`value` as a float when it lies in [low, high] ((low, high] with `low_open`); otherwise one ValueError
-    line naming `key`, the valid range and the value (`where` is appended to it, e.g. ", skill pick").
-    NaN and infinities are never in range."""
-    number = float(value)
-    above = number > low if low_open else number >= low
-    if not (math.isfinite(number) and above and number <= high):
-        opening = "(" if low_open else "["
-        interval = (f"{'>' if low_open else '>='} {low:g}" if math.isinf(high)
-                    else f"in {opening}{low:g}, {high:g}]")
-        raise ValueError(f"{key} must be {interval}{' ' + unit if unit else ''} (got {value}{where})")
+    """`value` as a finite float when it lies in [low, high] ((low, high] with `low_open`; None: unbounded);
+    otherwise one ValueError line naming `key`, the valid range and the value (`where` is appended to it, e.g.
+    ", skill pick"). NaN, infinities, bools and text that is not a number are never in range."""
+    number = as_finite_float(value)
+    if number is None or not within(number, low, high, low_open, False):
+        raise ValueError(f"{key} must be{interval_text(low, high, low_open, False)}{' ' + unit if unit else ''} "
+                         f"(got {value}{where})")
     return number
 
 
