@@ -1,7 +1,8 @@
 """Numeric ranges of config values: reading a value as a finite number, testing it against an interval and
-naming that interval in an error message. Shared by the trainer's config validation (`trainer/config_check.py`)
-and the skill tasks' checks at construction (`rearrange/tasks/skill_base.py: check_range`), so both say
-"must be >= 0" or "in (0, 1]" the same way. Standard library only, like the rest of this package.
+naming that interval in a one-line error (`check_range`). Shared by the trainer's config validation
+(`trainer/config_check.py`), the skill tasks' checks at construction (`rearrange/tasks/`), the oracle-start
+curriculum (`skills/oracle_start.py`) and the episode generator's probabilities (`rearrange/generate.py`), so all
+of them say "must be >= 0" or "in (0, 1]" the same way. Standard library only, like the rest of this package.
 """
 
 from __future__ import annotations
@@ -40,3 +41,15 @@ def interval_text(low: float | None, high: float | None, low_open: bool, high_op
     if high is not None:
         return f" {'<' if high_open else '<='} {high:g}"
     return ""
+
+
+def check_range(key: str, value: Any, low: float | None = 0.0, high: float | None = None, *, low_open: bool = False,
+                unit: str = "", where: str = "") -> float:
+    """`value` as a finite float when it lies in [low, high] ((low, high] with `low_open`; None: unbounded);
+    otherwise one ValueError line naming `key`, the valid range and the value (`where` is appended to it, e.g.
+    ", skill pick"). NaN, infinities, bools and text that is not a number are never in range."""
+    number = as_finite_float(value)
+    if number is None or not within(number, low, high, low_open, False):
+        raise ValueError(f"{key} must be{interval_text(low, high, low_open, False)}{' ' + unit if unit else ''} "
+                         f"(got {value}{where})")
+    return number

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from configs.ranges import check_range
 from rearrange.episodes import Episode, EpisodeFileError, load_dataset, out_path_error, save_episodes
 
 
@@ -93,8 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_with_error(problem)
     if args.receptacle is None and args.min_detour is None:
         exit_with_error("give --receptacle NAME, --min-detour M, or both")
-    if args.min_detour is not None and not (math.isfinite(args.min_detour) and args.min_detour >= 0.0):
-        exit_with_error(f"--min-detour must be >= 0 (m), got {args.min_detour}")
+    if args.min_detour is not None:
+        try:
+            check_range("--min-detour", args.min_detour, unit="m")
+        except ValueError as exc:
+            exit_with_error(str(exc))
     try:
         data = load_dataset(args.source)
         episodes = data["episodes"]

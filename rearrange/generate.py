@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from configs.ranges import check_range
 from rearrange.apartment import ApartmentLayout, Receptacle
 from rearrange.episodes import (
     EPISODE_KINDS,
@@ -130,14 +131,7 @@ def check_generator_config(kind: str, cfg: Mapping[str, Any]) -> None:
 
 def _nav_prob(cfg: Mapping[str, Any], key: str) -> float:
     """The probability `nav.<key>` (0 when absent; ValueError outside [0, 1])."""
-    value = cfg["nav"].get(key, 0.0)
-    try:
-        p = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"nav.{key} must be a number in [0, 1], got '{value}'") from None
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"nav.{key} must be in [0, 1], got {p}")
-    return p
+    return check_range(f"nav.{key}", cfg["nav"].get(key, 0.0), 0.0, 1.0)
 
 
 # ----------------------------------------------------------------------------- episode plans

@@ -27,6 +27,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from configs.ranges import check_range
 from rearrange.actions import restrict_full
 from skills.oracles.factory import ORACLES, make_oracle
 
@@ -44,9 +45,7 @@ class OracleStartConfig:
     def from_node(cls, node: Mapping[str, Any] | None, skill: str) -> OracleStartConfig:
         """Validated; ValueError naming the key and its valid range."""
         node = dict(node or {})
-        prob = float(node.get("prob", 0.0))
-        if not 0.0 <= prob <= 1.0:
-            raise ValueError(f"skill.oracle_start.prob must be in [0, 1] (got {prob})")
+        prob = check_range("skill.oracle_start.prob", node.get("prob", 0.0), 0.0, 1.0)
         phases = tuple(str(p) for p in node.get("phases") or ())
         valid = ORACLES[skill].PHASES
         if prob > 0.0 and not phases:
@@ -56,12 +55,9 @@ class OracleStartConfig:
             if phase not in valid:
                 raise ValueError(f"skill.oracle_start.phases: unknown {skill} oracle phase '{phase}'; "
                                  f"valid choices: {', '.join(valid)}")
-        extra = int(node.get("extra_steps", 0))
-        if extra < 0:
-            raise ValueError(f"skill.oracle_start.extra_steps must be >= 0 (got {extra})")
-        cap = int(node.get("max_prefix_steps", 0))
-        if cap < 0:
-            raise ValueError(f"skill.oracle_start.max_prefix_steps must be >= 0 (0: no cap; got {cap})")
+        extra = int(check_range("skill.oracle_start.extra_steps", node.get("extra_steps", 0), unit="steps"))
+        cap = int(check_range("skill.oracle_start.max_prefix_steps", node.get("max_prefix_steps", 0),
+                              unit="steps (0: no cap)"))
         return cls(prob=prob, phases=phases, extra_steps=extra, max_prefix_steps=cap)
 
 

@@ -81,8 +81,8 @@ def test_make_episodes_applies_an_override(tmp_path):
 
 @pytest.mark.parametrize("override, message", [
     ("nav.no_such_key=1", "invalid config override: Could not override 'nav.no_such_key'."),
-    ("nav.start_at_receptacle_prob=1.5", "nav.start_at_receptacle_prob must be in [0, 1], got 1.5"),
-    ("nav.start_at_receptacle_prob=often", "nav.start_at_receptacle_prob must be a number in [0, 1], got 'often'"),
+    ("nav.start_at_receptacle_prob=1.5", "nav.start_at_receptacle_prob must be in [0, 1] (got 1.5)"),
+    ("nav.start_at_receptacle_prob=often", "nav.start_at_receptacle_prob must be in [0, 1] (got often)"),
     ("nav.start_at_receptacle_prob", "invalid config override: Error parsing override 'nav.start_at_receptacle_prob'"),
 ])
 def test_make_episodes_rejects_a_bad_override_in_one_line_and_writes_nothing(tmp_path, capsys, override, message):

@@ -110,6 +110,8 @@ def test_make_skill_env_wraps_only_when_asked(tmp_path):
 
 
 @pytest.mark.parametrize("node, key", [({"prob": 1.5, "phases": ["lower"]}, "prob"),
+                                       ({"prob": "often", "phases": ["lower"]}, "prob"),
+                                       ({"prob": 0.5, "phases": ["lower"], "extra_steps": float("nan")}, "extra_steps"),
                                        ({"prob": 0.5, "phases": []}, "phases"),
                                        ({"prob": 0.5, "phases": ["lower"], "extra_steps": -1}, "extra_steps"),
                                        ({"prob": 0.5, "phases": ["lower"], "max_prefix_steps": -1},

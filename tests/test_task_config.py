@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rearrange.tasks.skill_base import check_range, read_config
+from configs.ranges import check_range
+from rearrange.tasks.skill_base import read_config
 from rearrange.tasks.skill_tasks import SKILL_NAMES, SKILL_TASKS, load_skill_config
 
 SIM_CFG = {"camera": {"head": {"width": 32, "height": 32}}}

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from configs.ranges import check_range
 from rearrange.navmap import NavMap, planning_map
 from rearrange.tasks.rewards import DistanceDelta
-from rearrange.tasks.skill_base import check_range
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim

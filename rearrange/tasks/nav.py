@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from configs.ranges import check_range
 from rearrange.actions import ACTION_SLICES, BASE_LINEAR
 from rearrange.episodes import Episode
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, heading_error
-from rearrange.tasks.skill_base import SkillTask, check_range, read_config
+from rearrange.tasks.skill_base import SkillTask, read_config
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim

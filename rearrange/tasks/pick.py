@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from configs.ranges import check_range
 from rearrange.episodes import Episode
 from rearrange.grasp_pose import ArmStartNoise, perturb_arm
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, ContainerExit, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, KnockWatch, norm
-from rearrange.tasks.skill_base import SkillTask, check_range, ee_to_rest, read_config
+from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim

@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from configs.ranges import check_range
 from rearrange.episodes import Episode
 from rearrange.grasp_pose import GraspNoise, perturb_arm, perturb_grasp
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, OpeningPath, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
-from rearrange.tasks.skill_base import SkillTask, check_range, ee_to_rest, holding_object, read_config
+from rearrange.tasks.skill_base import SkillTask, ee_to_rest, holding_object, read_config
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, fields
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
-from configs.ranges import as_finite_float, interval_text, within
+from configs.ranges import check_range
 from rearrange.actions import check_subsets
 from rearrange.sensors import SensorTarget, check_sensor_names
 from rearrange.tasks.base import TaskStep
@@ -31,18 +31,6 @@ def read_config(cls: type[ConfigT], node: Mapping[str, Any]) -> ConfigT:
     hints = get_type_hints(cls)
     return cls(**{f.name: hints[f.name](node[f.name]) for f in fields(cls)  # type: ignore[arg-type]
                   if f.name in node or (f.default is MISSING and f.default_factory is MISSING)})
-
-
-def check_range(key: str, value: Any, low: float | None = 0.0, high: float | None = None, *, low_open: bool = False,
-                unit: str = "", where: str = "") -> float:
-    """`value` as a finite float when it lies in [low, high] ((low, high] with `low_open`; None: unbounded);
-    otherwise one ValueError line naming `key`, the valid range and the value (`where` is appended to it, e.g.
-    ", skill pick"). NaN, infinities, bools and text that is not a number are never in range."""
-    number = as_finite_float(value)
-    if number is None or not within(number, low, high, low_open, False):
-        raise ValueError(f"{key} must be{interval_text(low, high, low_open, False)}{' ' + unit if unit else ''} "
-                         f"(got {value}{where})")
-    return number
 
 
 def skill_base_reverse_speed(cfg: Mapping[str, Any]) -> float:
