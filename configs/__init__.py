@@ -7,6 +7,7 @@ config through it), reads single files of it (`load_config_file`: the sim defaul
 episode generator) and holds the one-line error helpers every command uses; the other rooms
 (rearrange, trainer, skills, eval) import config from here and never locate or compose it themselves.
 `files.py` holds the atomic file writes every room uses, `ranges.py` the numeric intervals config checks
-name (both standard library only). None of them imports anything of the project above this package, so it
+name and `node.py` the typed reads of a config node that the trainer's and the evaluators' validation share
+(`ConfigNode`; standard library and `compose` only). None of them imports anything of the project above this package, so it
 is the bottom of the data flow and any room may import it.
 """

@@ -107,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from configs.compose import ConfigError, compose, exit_with_error, require_choice, to_plain
     from eval.agent_config import AGENT_TYPES, check_agent_config
+    from eval.eval_config import check_eval_config
     from eval.parallel import check_workers
     from rearrange.episodes import SCENARIO_KINDS, SPLITS
 
@@ -117,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         mode = [] if args.mode is None else [f"agent.mode={args.mode}"]
         cfg = to_plain(compose("eval_hab", [*args.overrides, *mode]))
         check_agent_config(cfg["agent"])
+        check_eval_config(cfg)
     except ConfigError as exc:
         exit_with_error(str(exc))
     ev = cfg["eval"]

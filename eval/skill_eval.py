@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from configs.compose import ConfigError, compose, exit_with_error, require_choice, to_plain
+from eval.eval_config import check_eval_config
 from eval.parallel import check_workers, run_indexed
 
 SKILLS = ("pick", "place", "nav", "open_fridge", "close_fridge", "open_cab", "close_cab")
@@ -283,6 +284,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.checkpoint = str(_checkpoint_path(args.skill, args.checkpoint))
     try:
         cfg = to_plain(compose("eval_skill", args.overrides))
+        check_eval_config(cfg)
     except ConfigError as exc:
         exit_with_error(str(exc))
     ev = cfg["eval"]

@@ -4,132 +4,32 @@
 
 Both CLIs call it right after composing (or, on resume, merging) the config, before datasets are
 generated or env workers start; `trainer.train.train` calls it again for callers that skip the
-CLI. Only the first problem is reported. Keys added by newer configs (`trainer.envs_per_worker`,
+CLI. Only the first problem is reported. Nodes are read through `configs/node.py: ConfigNode`, which the
+evaluators' checks (`eval/eval_config.py`) share. Keys added by newer configs (`trainer.envs_per_worker`,
 `policy.prev_action`, `policy.obs_norm`, ...) are checked when present, so configs stored in older
 checkpoints still pass.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from configs.compose import ConfigError
-from configs.ranges import as_finite_float, interval_text, within
+from configs.node import MISSING, ConfigNode
+from configs.ranges import as_finite_float
 
-_MISSING = object()
 DEVICES = ("auto", "cpu", "cuda")
 START_METHODS = ("forkserver", "spawn")
 MEAN_ACTIVATIONS = ("tanh", "none")
 
 
-class _Node:
-    """Typed reads of one config node; every failure is a ConfigError naming the full key."""
-
-    def __init__(self, node: Mapping, prefix: str) -> None:
-        self.node = node
-        self.prefix = prefix
-
-    def key(self, name: str) -> str:
-        return f"{self.prefix}.{name}"
-
-    def raw(self, name: str, optional: bool = False) -> Any:
-        value = self.node.get(name, _MISSING) if isinstance(self.node, Mapping) else _MISSING
-        if value is _MISSING and not optional:
-            raise ConfigError(f"{self.key(name)} is missing")
-        return value
-
-    def fail(self, name: str, expected: str, value: Any) -> ConfigError:
-        return ConfigError(f"{self.key(name)} must be {expected}; got {value!r}")
-
-    def child(self, name: str) -> _Node:
-        value = self.raw(name)
-        if not isinstance(value, Mapping):
-            raise self.fail(name, "a mapping of settings", value)
-        return _Node(value, self.key(name))
-
-    def optional_child(self, name: str) -> _Node | None:
-        """The sub-node, or None where the key is absent or null."""
-        value = self.raw(name, optional=True)
-        return None if value is _MISSING or value is None else self.child(name)
-
-    def boolean(self, name: str, optional: bool = False) -> bool | None:
-        value = self.raw(name, optional)
-        if value is _MISSING:
-            return None
-        if not isinstance(value, bool):
-            raise self.fail(name, "true or false", value)
-        return value
-
-    def integer(self, name: str, minimum: int | None = None, optional: bool = False,
-                allow_none: bool = False) -> int | None:
-        value = self.raw(name, optional)
-        if value is _MISSING or (allow_none and value is None):
-            return None
-        bound = "" if minimum is None else f" >= {minimum}"
-        expected = f"an integer{bound}" + (" or null" if allow_none else "")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.fail(name, expected, value)
-        if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-            raise self.fail(name, expected, value)
-        if minimum is not None and value < minimum:
-            raise self.fail(name, expected, value)
-        return int(value)
-
-    def number(self, name: str, low: float | None = None, high: float | None = None,
-               low_open: bool = False, high_open: bool = False, optional: bool = False) -> float | None:
-        """A finite number in the interval given by `low`/`high` (open ends with `*_open`)."""
-        value = self.raw(name, optional)
-        if value is _MISSING:
-            return None
-        expected = "a number" + interval_text(low, high, low_open, high_open)
-        number = as_finite_float(value)
-        if number is None or not within(number, low, high, low_open, high_open):
-            raise self.fail(name, expected, value)
-        return number
-
-    def choice(self, name: str, choices: Sequence[str], optional: bool = False) -> str | None:
-        value = self.raw(name, optional)
-        if value is _MISSING:
-            return None
-        if not isinstance(value, str) or value not in choices:
-            raise self.fail(name, f"one of {', '.join(choices)}", value)
-        return value
-
-    def int_list(self, name: str, minimum: int, optional: bool = False) -> list[int] | None:
-        value = self.raw(name, optional)
-        if value is _MISSING:
-            return None
-        expected = f"a list of integers >= {minimum}"
-        if isinstance(value, (str, Mapping)) or not isinstance(value, Sequence):
-            raise self.fail(name, expected, value)
-        if any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in value):
-            raise self.fail(name, expected, list(value))
-        return [int(v) for v in value]
-
-    def number_list(self, name: str, low: float | None = None, high: float | None = None,
-                    open_ends: bool = False) -> list[float]:
-        """A non-empty list of finite numbers, each in the interval `low`/`high` (open with `open_ends`)."""
-        value = self.raw(name)
-        expected = "a non-empty list of numbers" + interval_text(low, high, open_ends, open_ends)
-        if isinstance(value, (str, Mapping)) or not isinstance(value, Sequence) or not value:
-            raise self.fail(name, expected, value)
-        numbers = [as_finite_float(v) for v in value]
-        if any(n is None or not within(n, low, high, open_ends, open_ends) for n in numbers):
-            raise self.fail(name, expected, list(value))
-        return [float(n) for n in numbers if n is not None]
-
-
-
-
 def check_config(cfg: Mapping) -> None:
     """Raise ConfigError (one line, naming the key and the valid range or choices) for a bad value."""
-    trainer = _Node(_required_mapping(cfg, "trainer"), "trainer")
+    trainer = ConfigNode(_required_mapping(cfg, "trainer"), "trainer")
     rows_per_rank = check_trainer(trainer)
     check_ppo(trainer.child("ppo"), rows_per_rank)
     if isinstance(cfg, Mapping) and "policy" in cfg:
-        check_policy(_Node(_required_mapping(cfg, "policy"), "policy"))
+        check_policy(ConfigNode(_required_mapping(cfg, "policy"), "policy"))
         init_from = trainer.raw("init_from", optional=True)
         if isinstance(init_from, str) and init_from:
             _check_init_from_network(init_from, cfg["policy"])
@@ -155,7 +55,7 @@ def _required_mapping(cfg: Mapping, name: str) -> Mapping:
     return node
 
 
-def check_trainer(t: _Node) -> int:
+def check_trainer(t: ConfigNode) -> int:
     """Collection and run settings (configs/trainer/ver.yaml); returns the rollout size T x N."""
     from trainer.collector import MODES  # the collector owns the list of modes
 
@@ -174,7 +74,7 @@ def check_trainer(t: _Node) -> int:
         raise t.fail("max_batch_wait_s", "a number of seconds >= 0 or 'auto'", wait)
     t.integer("seed")
     init_from = t.raw("init_from", optional=True)
-    if init_from not in (None, _MISSING):
+    if init_from not in (None, MISSING):
         if not isinstance(init_from, str) or not init_from:
             raise t.fail("init_from", "a checkpoint file or run folder, or null", init_from)
         from trainer.checkpoint import CheckpointError, resolve_checkpoint
@@ -216,7 +116,7 @@ def check_trainer(t: _Node) -> int:
     return int(num_envs) * int(num_steps)  # type: ignore[arg-type]
 
 
-def check_ppo(p: _Node, rows_per_rank: int) -> None:
+def check_ppo(p: ConfigNode, rows_per_rank: int) -> None:
     """PPO settings (configs/trainer/ppo.yaml); mini-batches must fit in one rollout of T x N rows."""
     from trainer.ppo import LR_SCHEDULES, PROXIMAL_POLICIES
 
@@ -253,7 +153,7 @@ def check_ppo(p: _Node, rows_per_rank: int) -> None:
                           f"got {max_coef:g}")
 
 
-def check_policy(p: _Node) -> None:
+def check_policy(p: ConfigNode) -> None:
     """Network settings (configs/policy/*.yaml): the recurrent or the feed-forward architecture."""
     from trainer.encoders import VISUAL_ENCODERS
     from trainer.networks import ARCHITECTURES, FF_ACTIVATIONS
@@ -280,10 +180,10 @@ def check_policy(p: _Node) -> None:
     action = p.child("action")
     mean_activation = action.choice("mean_activation", MEAN_ACTIVATIONS)
     action.number("log_std_init")
-    if action.raw("initial_mean", optional=True) not in (None, _MISSING):
+    if action.raw("initial_mean", optional=True) not in (None, MISSING):
         bound = 1.0 if mean_activation == "tanh" else None
         action.number_list("initial_mean", None if bound is None else -bound, bound, open_ends=True)
-    if action.raw("binary_dims", optional=True) not in (None, _MISSING):
+    if action.raw("binary_dims", optional=True) not in (None, MISSING):
         action.int_list("binary_dims", 0)
     low = action.number("min_log_std")
     high = action.number("max_log_std")
@@ -294,7 +194,7 @@ def check_policy(p: _Node) -> None:
     p.number("obs_norm_clip", 0, low_open=True, optional=True)
 
 
-def _same_length(node: _Node, names: Sequence[str], minimum: int) -> list[list[int]]:
+def _same_length(node: ConfigNode, names: Sequence[str], minimum: int) -> list[list[int]]:
     lists = [node.int_list(name, minimum) or [] for name in names]
     if len({len(v) for v in lists}) != 1:
         others = " and ".join(node.key(n) for n in names[1:])
@@ -303,7 +203,7 @@ def _same_length(node: _Node, names: Sequence[str], minimum: int) -> list[list[i
     return lists
 
 
-def _check_resnet(visual: _Node) -> None:
+def _check_resnet(visual: ConfigNode) -> None:
     widths, *_ = _same_length(visual, ("stage_widths", "stage_blocks", "stage_strides", "stage_dilations"), 1)
     groups = visual.integer("groups", 1)
     bad = [w for w in widths if groups and w % groups]
