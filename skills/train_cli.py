@@ -77,7 +77,8 @@ examples:
   train-skill --resume runs/pick_cpu              # continue from the newest checkpoint (same profile)
   train-skill --skill pick --out runs/pick_ft trainer.init_from=checkpoints/pick_cpu_run trainer.total_steps=1000000
 
-exit codes: 0 done, 2 bad input, 130 interrupted (a checkpoint was written), 1 env failing repeatedly.
+exit codes: 0 done, 2 bad input, 130 / 143 stopped by Ctrl-C / SIGTERM (a checkpoint was written first),
+1 env failing repeatedly.
 """
 
 

@@ -121,13 +121,16 @@ def test_corrupt_checkpoint_and_unknown_env_id_are_one_line_errors(tmp_path):
     assert result.returncode == 2 and result.stderr.startswith("error: invalid config override")
 
 
-def test_ctrl_c_writes_a_checkpoint_and_exits_130(tmp_path):
+@pytest.mark.parametrize("sig, to_group, code", [(signal.SIGINT, False, 130), (signal.SIGTERM, True, 143)])
+def test_ctrl_c_or_sigterm_writes_a_checkpoint_and_exits_130_or_143(tmp_path, sig, to_group, code):
+    """Ctrl-C, or SIGTERM sent to the whole process group (main and env workers) as `timeout` and job
+    schedulers send it: the run stops at a safe point, writes a checkpoint, exits 128 + the signal."""
     out = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "-m", "trainer", "--env-id", "CartPole-v1", "trainer.num_envs=2", "trainer.num_steps=16",
          "trainer.total_steps=10000000", "trainer.progress_bar=false", "trainer.checkpoint_interval=0",
          f"output_dir={out}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     # the file is opened before the interrupt handler is installed; its first line means updates run
     metrics = out / "metrics.jsonl"
@@ -136,11 +139,16 @@ def test_ctrl_c_writes_a_checkpoint_and_exits_130(tmp_path):
         time.sleep(0.2)
     assert metrics.exists() and metrics.read_text().strip(), (
         proc.stderr.read() if proc.poll() is not None else "no metrics")
-    os.kill(proc.pid, signal.SIGINT)
+    if to_group:
+        os.killpg(proc.pid, sig)
+    else:
+        os.kill(proc.pid, sig)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == code, stderr
+    assert "restart" not in stderr, stderr  # the workers ignored it: none died and was restarted
     checkpoints = list((out / "checkpoints").glob("ckpt_*.pt"))
     assert len(checkpoints) == 1
+    assert json.loads((out / "summary.json").read_text())["interrupt_signal"] == sig.name
     # the interrupted run can be resumed
     result = _cli("--resume", str(out), "trainer.total_steps=200")
     assert result.returncode == 0, result.stderr

@@ -1,8 +1,8 @@
 """`train-rl`: train PPO (VER / NoVER / sync) on any registered Gymnasium environment.
 
 Errors in the command line (unknown env id, bad override or config value, missing or corrupt
-checkpoint) print one line and exit with code 2 before any env starts. Ctrl-C writes a checkpoint
-and exits with code 130. `load_run_config` and `run_training` are shared with `train-skill`.
+checkpoint) print one line and exit with code 2 before any env starts. Ctrl-C (SIGTERM) writes a
+checkpoint and exits with code 130 (143). `load_run_config` and `run_training` are shared with `train-skill`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from trainer.checkpoint import CheckpointError, resume_run
 from trainer.collector import WorkerFailure
 from trainer.config_check import check_config
 
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = {"SIGINT": 130, "SIGTERM": 143}  # 128 + the signal's number, as a shell reports it
 
 EPILOG = """\
 overrides (Hydra syntax, key=value; see configs/train_rl.yaml and configs/trainer/*.yaml):
@@ -46,7 +46,8 @@ examples:
   torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29400 \\
       -m trainer --env-id HalfCheetah-v5
 
-exit codes: 0 done, 2 bad input, 130 interrupted (a checkpoint was written), 1 env failing repeatedly.
+exit codes: 0 done, 2 bad input, 130 / 143 stopped by Ctrl-C / SIGTERM (a checkpoint was written first),
+1 env failing repeatedly.
 """
 
 
@@ -126,8 +127,8 @@ def main(argv: list[str] | None = None) -> None:
 def run_training(cfg: DictConfig, env_fn, resume, output_dir: str, label: str) -> None:
     """Run `train`, turn its errors into one-line exits, print the summary on rank 0.
 
-    Exit codes: 2 for bad config or checkpoint, 1 when env workers keep failing, 130 after Ctrl-C
-    (a checkpoint was written first). Shared by `train-rl` and `train-skill`.
+    Exit codes: 2 for bad config or checkpoint, 1 when env workers keep failing, 130 after Ctrl-C and 143
+    after SIGTERM (a checkpoint was written first). Shared by `train-rl` and `train-skill`.
     """
     from trainer.distributed import shutdown_distributed
     from trainer.train import train  # heavy imports after the argument checks
@@ -148,7 +149,7 @@ def run_training(cfg: DictConfig, env_fn, resume, output_dir: str, label: str) -
               f"{summary['updates']} updates, mean return {ret if ret is None else round(ret, 2)}, "
               f"{summary['sps']:.0f} steps/s, checkpoint {summary['checkpoint']}", file=sys.stderr)
     if summary["interrupted"]:
-        raise SystemExit(EXIT_INTERRUPTED)
+        raise SystemExit(EXIT_INTERRUPTED[summary.get("interrupt_signal") or "SIGINT"])
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         _exit_without_finalizers()
 

@@ -96,7 +96,11 @@ class _EnvRunner:
 def worker_main(worker_idx: int, env_ids: Sequence[int], env_fn: EnvFn, buffers: TransferBuffers,
                 conn: Connection) -> None:
     """Body of one worker process holding the envs `env_ids` (see the module docstring)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is handled by the main process
+    # Ctrl-C and SIGTERM (sent to the whole process group by a terminal, `timeout` or a job scheduler) are the
+    # main process's to handle: it stops at a safe point, checkpoints and closes us; we also end when our pipe
+    # closes, so a main process killed outright leaves no worker behind
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["LP_NUM_THREADS"] = "1"
     torch.set_num_threads(1)

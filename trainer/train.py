@@ -15,9 +15,10 @@ Layout: `_build` sets everything up once (`_Run`), `_restore` puts a checkpoint 
 is one collect-and-learn step, `_iteration_metrics` names what it measured, `_save` writes a
 checkpoint; `train` strings them together.
 
-Ctrl-C: the first press stops at the next safe point (between rollouts with one rank, after the
-current update with several), writes a checkpoint and returns with `summary["interrupted"] = True`
-(the CLI then exits with code 130); a second press aborts at once.
+Ctrl-C or SIGTERM (a scheduler's time limit): the first stops at the next safe point (between rollouts with
+one rank, after the current update with several), writes a checkpoint and returns with
+`summary["interrupted"] = True` and `summary["interrupt_signal"]` naming the signal (the CLI then exits with
+130 after SIGINT, 143 after SIGTERM); a second one aborts at once.
 """
 
 from __future__ import annotations
@@ -226,26 +227,32 @@ def _save(run: _Run, counters: Counters, gather: bool = True) -> Path | None:
 
 
 class _InterruptFlag:
-    """First SIGINT sets the flag; the second raises KeyboardInterrupt at once."""
+    """The first SIGINT (Ctrl-C) or SIGTERM (a job scheduler's time limit, `kill`) sets the flag and names
+    the signal; a second one raises KeyboardInterrupt at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.requested = False
-        self._previous = None
+        self.signal_name: str | None = None
+        self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _InterruptFlag:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
+            self._previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
         return self
 
     def _handle(self, signum, frame) -> None:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
-        log.warning("interrupt: stopping at the next safe point (press Ctrl-C again to abort)")
+        self.signal_name = signal.Signals(signum).name
+        again = "press Ctrl-C again" if signum == signal.SIGINT else "send it again"
+        log.warning(f"{self.signal_name}: stopping at the next safe point ({again} to abort)")
 
     def __exit__(self, *exc) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
 
 
 def _ddppo_stop_check(counter: RolloutDoneCounter, rollout_index: int, world_size: int, num_steps: int, pcfg):
@@ -426,6 +433,7 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     plan: PreemptionPlan | None = None
     previous: Rollout | None = None
     interrupted = False
+    interrupt_signal: str | None = None
     start_time, start_steps = time.monotonic(), counters.env_steps
     try:
         with _InterruptFlag() as interrupt:
@@ -461,6 +469,7 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
                     raise KeyboardInterrupt
     except KeyboardInterrupt:
         interrupted = True
+        interrupt_signal = interrupt.signal_name or "SIGINT"  # a rank stopped by another rank's signal: SIGINT
         log.warning("interrupted: writing a checkpoint of the last completed update")
         run.learner.finish()  # an overlapped update in flight is counted already: let it complete
         last_saved = _save(run, counters, gather=False) or last_saved
@@ -471,6 +480,7 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
         torch.use_deterministic_algorithms(was_deterministic)
 
     summary = _summary(run, counters, recent_returns, start_time, start_steps, interrupted, last_saved)
+    summary["interrupt_signal"] = interrupt_signal
     if info.is_main:
         write_text_atomic(out / "summary.json", json.dumps(summary, indent=2))
     return summary
