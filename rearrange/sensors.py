@@ -37,6 +37,7 @@ SENSOR_NAMES = (
     "marker_rel_pos",
     "localization_sensor",
     "base_ranges",
+    "base_blocked",
 )
 
 
@@ -115,6 +116,13 @@ def obj_start_sensor(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
 def obj_goal_sensor(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """Target goal position relative to the ee (base-frame axes)."""
     return _rel_ee(sim, target.goal_pos)
+
+
+def base_blocked(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
+    """1 if the base's last motion stalled against furniture or a wall (`RearrangeSim.base_collided`), else 0:
+    a bumper, as mobile bases carry. Without it a policy acting on its mean action cannot tell a base pressed
+    against something from one standing still, and repeats the same blocked command to the timeout."""
+    return np.array([1.0 if sim.base_collided else 0.0], dtype=np.float32)
 
 
 def goal_to_agent_gps_compass(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
@@ -209,6 +217,7 @@ SENSORS: dict[str, Callable[[Any, SensorTarget], np.ndarray]] = {
     "marker_rel_pos": marker_rel_pos,
     "localization_sensor": localization_sensor,
     "base_ranges": base_ranges,
+    "base_blocked": base_blocked,
 }
 
 
@@ -224,7 +233,7 @@ def sensor_space(name: str, depth_shape: tuple[int, int] = (128, 128), max_depth
     inf = np.inf
     if name == "head_depth":
         return spaces.Box(0.0, float(max_depth), shape=(depth_shape[0], depth_shape[1], 1), dtype=np.float32)
-    if name == "is_holding":
+    if name in ("is_holding", "base_blocked"):
         return spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
     if name == "base_ranges":
         return spaces.Box(0.0, BASE_RANGE_MAX, shape=(BASE_RANGE_RAYS * len(BASE_RANGE_HEIGHTS),), dtype=np.float32)

@@ -90,3 +90,20 @@ def test_nav_collision_pen_charges_blocked_steps_only():
     off.close()
     with pytest.raises(ValueError, match="collision_pen must be >= 0"):
         make_env("nav", reward__collision_pen=-0.1)
+
+
+def test_base_blocked_reads_one_while_the_base_is_pressed_against_a_wall():
+    """The bumper sensor: 0 while the base drives freely or stands, 1 on a step whose motion the wall stopped."""
+    env = make_env("nav", obs_keys=["goal_to_agent_gps_compass", "base_blocked"])
+    face_south_wall(env.sim, dist=0.6)
+    readings = []
+    for _ in range(12):  # forward into the wall, 0.08 m a step: free at first, then stalled
+        obs, _, _, _, info = env.step(action(env, base=[1.0, 0.0]))
+        readings.append(float(obs["base_blocked"][0]))
+        assert readings[-1] == info["base_collided"]
+    assert readings[0] == 0.0 and readings[-1] == 1.0
+    obs, *_ = env.step(action(env, base=[-1.0, 0.0]))  # backing away is free again
+    assert obs["base_blocked"][0] == 0.0
+    obs, *_ = env.step(action(env))  # standing still blocks nothing
+    assert obs["base_blocked"][0] == 0.0
+    env.close()
