@@ -64,5 +64,5 @@ def test_both_off_keep_the_episodes_made_before_they_existed():
 
 @pytest.mark.parametrize("key", ["to_shut_container_prob", "open_drawer_prob"])
 def test_a_probability_outside_0_1_is_a_one_line_error(key):
-    with pytest.raises(ValueError, match=rf"^nav\.{key} must be in \[0, 1\], got 1.5$"):
+    with pytest.raises(ValueError, match=rf"^nav\.{key} must be in \[0, 1\] \(got 1.5\)$"):
         check_generator_config("nav", _cfg(**{key: 1.5}))
