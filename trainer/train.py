@@ -106,7 +106,7 @@ class RankTotals:
     episodes: float  # episodes finished
     worker_restarts: float
     preempted: float  # 1 if this rank's rollout was cut short by preemption
-    interrupted: float  # 1 if Ctrl-C was pressed on this rank
+    interrupted: float  # 1 if Ctrl-C or SIGTERM reached this rank
 
 
 @dataclass
@@ -432,11 +432,11 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     last_saved: Path | None = None
     plan: PreemptionPlan | None = None
     previous: Rollout | None = None
-    interrupted = False
-    interrupt_signal: str | None = None
+    interrupt = _InterruptFlag()
+    interrupt_signal: str | None = None  # the signal that stopped the run (None: it finished)
     start_time, start_steps = time.monotonic(), counters.env_steps
     try:
-        with _InterruptFlag() as interrupt:
+        with interrupt:
             if not info.is_distributed:
                 run.collector.interrupt_requested = lambda: interrupt.requested
             while counters.env_steps < run.total_steps:
@@ -468,7 +468,6 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
                 if it.totals.interrupted > 0:  # some rank was interrupted: every rank stops here together
                     raise KeyboardInterrupt
     except KeyboardInterrupt:
-        interrupted = True
         interrupt_signal = interrupt.signal_name or "SIGINT"  # a rank stopped by another rank's signal: SIGINT
         log.warning("interrupted: writing a checkpoint of the last completed update")
         run.learner.finish()  # an overlapped update in flight is counted already: let it complete
@@ -479,18 +478,18 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
         logger.close()
         torch.use_deterministic_algorithms(was_deterministic)
 
-    summary = _summary(run, counters, recent_returns, start_time, start_steps, interrupted, last_saved)
-    summary["interrupt_signal"] = interrupt_signal
+    summary = _summary(run, counters, recent_returns, start_time, start_steps, interrupt_signal, last_saved)
     if info.is_main:
         write_text_atomic(out / "summary.json", json.dumps(summary, indent=2))
     return summary
 
 
 def _summary(run: _Run, counters: Counters, recent_returns: deque[float], start_time: float, start_steps: int,
-             interrupted: bool, last_saved: Path | None) -> dict:
+             interrupt_signal: str | None, last_saved: Path | None) -> dict:
     """The run's summary (also written to summary.json): counters, mean return, throughput, checksums."""
     checksum = parameter_checksum(run.actor_critic)
     # after an interrupt the ranks may not all get here, so no collective call
+    interrupted = interrupt_signal is not None
     checksums = [checksum] if interrupted else all_gather_objects(checksum)
     elapsed = time.monotonic() - start_time
     return {
@@ -499,6 +498,7 @@ def _summary(run: _Run, counters: Counters, recent_returns: deque[float], start_
         "wall_time_s": elapsed,
         "sps": (counters.env_steps - start_steps) / max(elapsed, 1e-9),
         "interrupted": interrupted,
+        "interrupt_signal": interrupt_signal,
         "world_size": run.info.world_size,
         "param_checksums": checksums,
         "checkpoint": str(last_saved) if last_saved else None,
