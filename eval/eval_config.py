@@ -24,8 +24,9 @@ def _path(node: ConfigNode, name: str, null_ok: bool) -> None:
 
 
 def check_eval_config(cfg: Mapping[str, Any]) -> None:
-    """Raise ConfigError for the first bad value of `cfg["eval"]` or `cfg["video"]` (keys a config lacks,
-    such as eval-skill's `deterministic` in eval-hab's, are skipped)."""
+    """Raise ConfigError for the first bad value of `cfg["eval"]` or `cfg["video"]`. Keys both evaluators have
+    are required; those of one only (eval-skill's `deterministic` and `out`, eval-hab's `out_dir` and `video.fps`)
+    are checked where present."""
     ev = ConfigNode(cfg.get("eval"), "eval")
     ev.integer("episodes", minimum=1)
     ev.integer("seed", minimum=0)
