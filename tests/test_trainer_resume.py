@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -16,10 +17,11 @@ from trainer.train import train
 COMPARED_PREFIXES = ("learner/", "metrics/")
 
 
-def run(out: Path, resume: Path | None = None, overlap: bool = False) -> tuple[dict, list[dict]]:
+def run(out: Path, resume: Path | None = None, overlap: bool = False,
+        total_steps: int = 256) -> tuple[dict, list[dict]]:
     cfg = compose("train_rl", [f"trainer.overlap_learning={str(overlap).lower()}",
         "env_id=CartPole-v1", "trainer=sync", "trainer.deterministic=true", "trainer.num_envs=2",
-        "trainer.num_steps=32", "trainer.total_steps=256", "trainer.checkpoint_interval=2",
+        "trainer.num_steps=32", f"trainer.total_steps={total_steps}", "trainer.checkpoint_interval=2",
         "trainer.checkpoint_keep=5", "trainer.progress_bar=false", f"output_dir={out}",
     ])
     summary = train(cfg, functools.partial(make_gym_env, env_id="CartPole-v1"), resume=resume)
@@ -49,3 +51,14 @@ def test_deterministic_sync_repeats_and_resume_continues_identically(tmp_path, o
     assert summary_c["env_steps"] == summary_a["env_steps"]
     assert [comparable(x) for x in lines_c] == [comparable(x) for x in lines_a[2:]]
     assert summary_c["param_checksums"] == summary_a["param_checksums"]
+
+
+def test_a_run_resumed_with_a_larger_total_stretches_its_learning_rate_schedule(tmp_path):
+    # 2 updates planned, then resumed with 4: the cosine spans 4 updates from the resume on, so
+    # updates 2 and 3 learn at lr/2 and lr(1 + cos(3pi/4))/2 instead of the old schedule's end, 0
+    _, first = run(tmp_path / "a", total_steps=128)
+    lr = compose("train_rl", ["env_id=CartPole-v1", "trainer=sync"]).trainer.ppo.lr
+    assert [line["learner/lr"] for line in first] == pytest.approx([lr, lr / 2])
+    summary, resumed = run(tmp_path / "b", resume=tmp_path / "a", total_steps=256)
+    assert summary["updates"] == 4
+    assert [line["learner/lr"] for line in resumed] == pytest.approx([lr / 2, lr * (1 + math.cos(0.75 * math.pi)) / 2])

@@ -200,8 +200,19 @@ def _build(cfg: DictConfig, env_fn: EnvFn, info: DistInfo, out: Path) -> _Run:
 
 
 def _restore(run: _Run, state: dict) -> Counters:
-    """Weights, learner, this rank's RNGs and collector state from a checkpoint; returns its counters."""
+    """Weights, learner, this rank's RNGs and collector state from a checkpoint; returns its counters.
+
+    The learning-rate schedule follows this run's `trainer.total_steps`, not the checkpoint's: a run
+    resumed with a larger total (`--resume DIR trainer.total_steps=...`) stretches its cosine over the
+    new length instead of training on at the old schedule's end, a learning rate of 0."""
+    planned_updates = run.ppo.total_updates
     counters = Counters.from_dict(restore_training_state(state, run.actor_critic, run.ppo))
+    if run.ppo.total_updates != planned_updates:
+        saved_updates, run.ppo.total_updates = run.ppo.total_updates, planned_updates
+        if run.info.is_main:
+            log.warning("trainer.total_steps differs from the checkpoint's: the learning-rate schedule now spans "
+                        "%d updates instead of %d (lr %.3g at update %d)", planned_updates, saved_updates,
+                        run.ppo.lr_at(run.ppo.num_updates), run.ppo.num_updates)
     ranks = state.get("ranks") or []
     if run.info.rank < len(ranks):
         restore_rng_state(ranks[run.info.rank]["rng"])
