@@ -75,6 +75,8 @@ examples:
   train-skill --skill open_fridge profile=paper trainer.num_envs=8
   train-skill --skill place skill.base_movement=false --out runs/place_nobase
   train-skill --resume runs/pick_cpu              # continue from the newest checkpoint (same profile)
+  train-skill --resume runs/pick_cpu --out runs/pick_cpu_6M trainer.total_steps=6000000
+                                                  # train on for longer: the lr schedule stretches to 6M
   train-skill --skill pick --out runs/pick_ft trainer.init_from=checkpoints/pick_cpu_run trainer.total_steps=1000000
 
 exit codes: 0 done, 2 bad input, 130 / 143 stopped by Ctrl-C / SIGTERM (a checkpoint was written first),
