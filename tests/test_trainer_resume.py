@@ -18,9 +18,9 @@ COMPARED_PREFIXES = ("learner/", "metrics/")
 
 
 def run(out: Path, resume: Path | None = None, overlap: bool = False,
-        total_steps: int = 256) -> tuple[dict, list[dict]]:
+        total_steps: int = 256, num_envs: int = 2) -> tuple[dict, list[dict]]:
     cfg = compose("train_rl", [f"trainer.overlap_learning={str(overlap).lower()}",
-        "env_id=CartPole-v1", "trainer=sync", "trainer.deterministic=true", "trainer.num_envs=2",
+        "env_id=CartPole-v1", "trainer=sync", "trainer.deterministic=true", f"trainer.num_envs={num_envs}",
         "trainer.num_steps=32", f"trainer.total_steps={total_steps}", "trainer.checkpoint_interval=2",
         "trainer.checkpoint_keep=5", "trainer.progress_bar=false", f"output_dir={out}",
     ])
@@ -62,3 +62,13 @@ def test_a_run_resumed_with_a_larger_total_stretches_its_learning_rate_schedule(
     summary, resumed = run(tmp_path / "b", resume=tmp_path / "a", total_steps=256)
     assert summary["updates"] == 4
     assert [line["learner/lr"] for line in resumed] == pytest.approx([lr / 2, lr * (1 + math.cos(0.75 * math.pi)) / 2])
+
+
+@pytest.mark.parametrize("num_envs", [1, 4])
+def test_a_run_resumes_with_another_number_of_envs(tmp_path, num_envs):
+    # a run moved to a machine with more (or fewer) cores: the first envs keep their episode streams
+    _, first = run(tmp_path / "a", total_steps=128)
+    summary, resumed = run(tmp_path / "b", resume=tmp_path / "a", total_steps=128 + 2 * 32 * num_envs,
+                           num_envs=num_envs)
+    assert summary["env_steps"] == 128 + 2 * 32 * num_envs
+    assert [line["env_steps"] for line in resumed] == [128 + 32 * num_envs, 128 + 2 * 32 * num_envs]

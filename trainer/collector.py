@@ -202,9 +202,15 @@ class Collector:
     def load_state_dict(self, state: Mapping) -> None:
         if self._started:
             raise RuntimeError("load the collector state before start()")
-        self.state.episode_count = np.asarray(state["episode_count"], dtype=np.int64).copy()
-        self.state.reset_generation = np.asarray(state["reset_generation"], dtype=np.int64).copy()
+        saved = len(state["episode_count"])
+        n = min(saved, self.num_envs)  # a run resumed with another trainer.num_envs keeps the first n streams
+        self.state.episode_count[:n] = np.asarray(state["episode_count"], dtype=np.int64)[:n]
+        self.state.reset_generation[:n] = np.asarray(state["reset_generation"], dtype=np.int64)[:n]
         self.total_restarts = int(state["total_restarts"])
+        if saved != self.num_envs and self.rank == 0:
+            log.warning("resumed with %d envs per rank where the checkpoint had %d: envs %s",
+                        self.num_envs, saved, f"{saved}.. start new episode streams" if self.num_envs > saved
+                        else f"{self.num_envs}.. of the checkpoint are dropped")
 
     # ------------------------------------------------------------------ worker control
     def start(self) -> None:
