@@ -38,6 +38,25 @@ def faulty_collector(tmp_path: Path, kind: str, once: bool = True, fault_step: i
     return Collector(env_fn, probe.observation_space, probe.action_space, ac, cfg.trainer, seed=0)
 
 
+def test_env_workers_ignore_sigint_and_sigterm(tmp_path):
+    # the main process handles both (a checkpoint at a safe point); a terminal's Ctrl-C or a scheduler's
+    # SIGTERM also reaches every worker of the process group, which must not die of it
+    collector = faulty_collector(tmp_path, "raise", fault_step=10**9)
+    try:
+        collector.collect(0)
+        pids = [w.proc.pid for w in collector.pool.workers]
+        for pid in pids:
+            os.kill(pid, signal.SIGINT)
+            os.kill(pid, signal.SIGTERM)
+        time.sleep(0.5)
+        collector.collect(1)
+        assert [w.proc.pid for w in collector.pool.workers] == pids
+        assert all(w.proc.is_alive() for w in collector.pool.workers)
+        assert collector.total_restarts == 0
+    finally:
+        collector.close()
+
+
 @pytest.mark.parametrize("kind", ["raise", "exit", "hang"])
 def test_failed_worker_is_restarted_and_its_episode_dropped(tmp_path, kind):
     collector = faulty_collector(tmp_path, kind, worker_timeout_s=1.0)
