@@ -28,8 +28,6 @@ import json
 import logging
 import math
 import os
-import signal
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -74,6 +72,7 @@ from trainer.distributed import (
     setup_logging,
 )
 from trainer.env_worker import EnvFn
+from trainer.interrupt import InterruptFlag
 from trainer.learner import Learner
 from trainer.logger import MetricsLogger
 from trainer.networks import ActorCritic
@@ -237,35 +236,6 @@ def _save(run: _Run, counters: Counters, gather: bool = True) -> Path | None:
     return path
 
 
-class _InterruptFlag:
-    """The first SIGINT (Ctrl-C) or SIGTERM (a job scheduler's time limit, `kill`) sets the flag and names
-    the signal; a second one raises KeyboardInterrupt at once."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.requested = False
-        self.signal_name: str | None = None
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _InterruptFlag:
-        if threading.current_thread() is threading.main_thread():
-            self._previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
-        return self
-
-    def _handle(self, signum, frame) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        self.signal_name = signal.Signals(signum).name
-        again = "press Ctrl-C again" if signum == signal.SIGINT else "send it again"
-        log.warning(f"{self.signal_name}: stopping at the next safe point ({again} to abort)")
-
-    def __exit__(self, *exc) -> None:
-        for sig, previous in self._previous.items():
-            signal.signal(sig, previous)
-
-
 def _ddppo_stop_check(counter: RolloutDoneCounter, rollout_index: int, world_size: int, num_steps: int, pcfg):
     """DD-PPO's preemption test for the collector, asking the shared counter at most every 5 ms."""
     state = {"next_query": 0.0, "ranks_done": 0}
@@ -301,7 +271,7 @@ def _checkpoint_due(updates: int, interval: int) -> bool:
 
 
 def _iterate(run: _Run, counters: Counters, plan: PreemptionPlan | None, previous: Rollout | None,
-             done_counter: RolloutDoneCounter, interrupt: _InterruptFlag) -> _Iteration:
+             done_counter: RolloutDoneCounter, interrupt: InterruptFlag) -> _Iteration:
     """Collect the next rollout, learn from it, and agree with the other ranks on totals, plan, episodes.
 
     With `trainer.overlap_learning` the update of this rollout starts on the learner's thread after
@@ -443,7 +413,7 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     last_saved: Path | None = None
     plan: PreemptionPlan | None = None
     previous: Rollout | None = None
-    interrupt = _InterruptFlag()
+    interrupt = InterruptFlag()
     interrupt_signal: str | None = None  # the signal that stopped the run (None: it finished)
     start_time, start_steps = time.monotonic(), counters.env_steps
     try:
