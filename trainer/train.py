@@ -209,8 +209,8 @@ def _restore(run: _Run, state: dict) -> Counters:
     if run.ppo.total_updates != planned_updates:
         saved_updates, run.ppo.total_updates = run.ppo.total_updates, planned_updates
         if run.info.is_main:
-            log.warning("trainer.total_steps differs from the checkpoint's: the learning-rate schedule now spans "
-                        "%d updates instead of %d (lr %.3g at update %d)", planned_updates, saved_updates,
+            log.warning("the learning-rate schedule now spans %d updates (trainer.total_steps / rows per update) "
+                        "instead of the checkpoint's %d: lr %.3g at update %d", planned_updates, saved_updates,
                         run.ppo.lr_at(run.ppo.num_updates), run.ppo.num_updates)
     ranks = state.get("ranks") or []
     if run.info.rank < len(ranks):
