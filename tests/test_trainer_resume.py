@@ -72,3 +72,12 @@ def test_a_run_resumes_with_another_number_of_envs(tmp_path, num_envs):
                            num_envs=num_envs)
     assert summary["env_steps"] == 128 + 2 * 32 * num_envs
     assert [line["env_steps"] for line in resumed] == [128 + 32 * num_envs, 128 + 2 * 32 * num_envs]
+
+
+def test_resuming_a_finished_run_says_there_is_nothing_to_train(tmp_path, capsys):
+    # a scheduler re-running `--resume` after the end must not fail, but the user learns why nothing ran
+    run(tmp_path / "a", total_steps=128)
+    capsys.readouterr()
+    summary, lines = run(tmp_path / "b", resume=tmp_path / "a", total_steps=128)
+    assert summary["updates"] == 2 and lines == []
+    assert "nothing to train: the checkpoint already has 128 env steps" in capsys.readouterr().err

@@ -394,6 +394,9 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     run = _build(cfg, env_fn, info, out)
     if state is not None:
         counters = _restore(run, state)
+        if counters.env_steps >= run.total_steps and info.is_main:
+            log.warning("nothing to train: the checkpoint already has %d env steps and trainer.total_steps is %d "
+                        "(give a larger trainer.total_steps to train on)", counters.env_steps, run.total_steps)
     else:
         counters = Counters()
         if tcfg.get("init_from"):  # fine-tune: a trained policy, everything else fresh
