@@ -183,7 +183,8 @@ class PPO:
         self.optimizer.load_state_dict(state["optimizer"])
         self.entropy_coef.load_state_dict(state["entropy_coef"])
         self.num_updates = int(state["num_updates"])
-        self.total_updates = int(state["total_updates"])
+        # total_updates stays the constructor's: the schedule's length is this run's configuration, so a run
+        # resumed with a larger trainer.total_steps stretches its cosine instead of training on at lr 0
         self.generator.set_state(state["generator"])
         self.load_scales(state)  # a run that had the reward scaler off has no "reward_scaler"
 

@@ -204,14 +204,12 @@ def _restore(run: _Run, state: dict) -> Counters:
     The learning-rate schedule follows this run's `trainer.total_steps`, not the checkpoint's: a run
     resumed with a larger total (`--resume DIR trainer.total_steps=...`) stretches its cosine over the
     new length instead of training on at the old schedule's end, a learning rate of 0."""
-    planned_updates = run.ppo.total_updates
     counters = Counters.from_dict(restore_training_state(state, run.actor_critic, run.ppo))
-    if run.ppo.total_updates != planned_updates:
-        saved_updates, run.ppo.total_updates = run.ppo.total_updates, planned_updates
-        if run.info.is_main:
-            log.warning("the learning-rate schedule now spans %d updates (trainer.total_steps / rows per update) "
-                        "instead of the checkpoint's %d: lr %.3g at update %d", planned_updates, saved_updates,
-                        run.ppo.lr_at(run.ppo.num_updates), run.ppo.num_updates)
+    saved_updates = int(state["ppo"]["total_updates"])
+    if run.ppo.total_updates != saved_updates and run.info.is_main:
+        log.warning("the learning-rate schedule now spans %d updates (trainer.total_steps / rows per update) "
+                    "instead of the checkpoint's %d: lr %.3g at update %d", run.ppo.total_updates, saved_updates,
+                    run.ppo.lr_at(run.ppo.num_updates), run.ppo.num_updates)
     ranks = state.get("ranks") or []
     if run.info.rank < len(ranks):
         restore_rng_state(ranks[run.info.rank]["rng"])
