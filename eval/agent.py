@@ -315,13 +315,16 @@ class HabAgent:
                 return False
             if watch is not None and (away := watch.step(sim, full)) != 0.0:
                 # `agent.nav_unstick_steps`: drive out of the wedge (its steps count towards the call's
-                # timeout), then the policy goes on as on a retry (sampled with `sample_retries`)
+                # timeout, which also cuts the drive short), then the policy goes on as on a retry (sampled
+                # with `sample_retries`)
                 before = record.steps
                 if drive_straight(sim, self._stepper(env, run, record, observer), away, self.nav_unstick_distance,
-                                  slide=True):
+                                  slide=True, step_limit=monitor.steps_left):
                     return True
                 monitor.spend(record.steps - before)
                 record.unsticks += 1
+                if monitor.steps_left == 0:
+                    return False  # the drive used the call's last steps: a timeout (the record's outcome)
                 controller.start(sim, target, retry=True)
                 obs = dict(observe(sim, target, keys))
                 watch.clear()

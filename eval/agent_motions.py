@@ -62,16 +62,18 @@ def arm_toward_rest(sim: RearrangeSim, step: StepFn, joints: np.ndarray, max_ste
 
 
 def drive_straight(sim: RearrangeSim, step: StepFn, direction: float, distance: float,
-                   turn_when_wedged: bool = False, slide: bool = False) -> bool:
+                   turn_when_wedged: bool = False, slide: bool = False, step_limit: int | None = None) -> bool:
     """Drive straight (`direction` +1 forward, -1 back; full command, arm still) until `distance` metres
     from the start or blocked; `turn_when_wedged`: blocked at the first step, drive the other way instead
     (`agent.retry_backoff_forward`: a nav reversed into furniture); `slide`: go on while the base slides
-    along what it touches, stop only on a step that moves it less than DRIVE_STALLED. True if the episode
-    ended."""
+    along what it touches, stop only on a step that moves it less than DRIVE_STALLED; `step_limit`: at most
+    that many steps (the time a skill call has left). True if the episode ended."""
     start = np.asarray(sim.base_xy, dtype=np.float64).copy()
     action = np.zeros(ACTION_DIM)
     action[LINEAR] = direction
     max_steps = int(np.ceil(distance / float(sim.cfg["base"]["max_lin_per_step"]))) + 2
+    if step_limit is not None:
+        max_steps = min(max_steps, int(step_limit))
     turned = False
     for _ in range(max_steps):
         before = np.asarray(sim.base_xy, dtype=np.float64).copy()

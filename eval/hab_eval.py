@@ -110,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from eval.eval_config import check_eval_config
     from eval.parallel import check_workers
     from rearrange.episodes import SCENARIO_KINDS, SPLITS
+    from rearrange.sim import load_sim_config
 
     args = build_parser().parse_args(argv)
     require_choice("scenario", args.scenario, SCENARIO_KINDS)
@@ -119,8 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = to_plain(compose("eval_hab", [*args.overrides, *mode]))
         check_agent_config(cfg["agent"])
         check_eval_config(cfg)
-    except ConfigError as exc:
-        exit_with_error(str(exc))
+        load_sim_config(cfg.get("sim"))  # the env's simulator settings (`+sim.<key>=...`), checked before any episode
+    except (ConfigError, ValueError) as exc:
+        exit_with_error(str(exc).splitlines()[0])
     ev = cfg["eval"]
     split = args.split if args.split is not None else str(ev["split"])
     require_choice("split", split, SPLITS)

@@ -89,12 +89,16 @@ class LayoutContext:
 
     def __init__(self, layout: ApartmentLayout, kinds: Sequence[str], cfg: Mapping[str, Any],
                  sim_cfg: Mapping[str, Any] | None) -> None:
-        from rearrange.sim import RearrangeSim
+        from rearrange.sim import RearrangeSim, load_sim_config
 
         self.layout = layout
         self.kinds = list(kinds)
         self.cfg = cfg
-        self.sim: RearrangeSim = RearrangeSim(layout, self.kinds, sim_cfg)
+        # Starts are checked with the robot touching the walls as well, whatever the sim acting on them is set
+        # to (configs/sim/default.yaml physics.robot_wall_contacts): an arm reaching into a wall is no start.
+        checked = load_sim_config(sim_cfg)
+        checked["physics"]["robot_wall_contacts"] = True
+        self.sim: RearrangeSim = RearrangeSim(layout, self.kinds, checked)
         self.navmap = self.sim.navmap
         self._maps: dict[tuple, NavMap] = {}
         self.names = [f"obj_{i}" for i in range(len(self.kinds))]

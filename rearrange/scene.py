@@ -17,13 +17,20 @@ from rearrange.apartment import ApartmentLayout, Box
 from rearrange.objects import object_kind
 from rearrange.robot import GRIPPER_BODY, robot_actuator_xml, robot_body_xml
 
-# collision bits
-STATIC, ROBOT, OBJECT, ART = 1, 2, 4, 8
+# collision bits (MuJoCo: two geoms collide when either's contype shares a bit with the other's conaffinity).
+# Walls have their own bit, so that whether the robot touches them is a setting
+# (`physics.robot_wall_contacts`, `wall_col`); objects, held or not, always do.
+STATIC, ROBOT, OBJECT, ART, WALL = 1, 2, 4, 8, 16
 STATIC_COL = (STATIC, 0)
 ROBOT_COL = (ROBOT, STATIC | ART)
-OBJECT_COL = (OBJECT, STATIC | ROBOT | OBJECT | ART)
-HELD_OBJECT_COL = (OBJECT, STATIC | OBJECT | ART)
+OBJECT_COL = (OBJECT, STATIC | ROBOT | OBJECT | ART | WALL)
+HELD_OBJECT_COL = (OBJECT, STATIC | OBJECT | ART | WALL)
 ART_COL = (ART, 0)
+
+
+def wall_col(robot_contacts: bool) -> tuple[int, int]:
+    """The walls' (contype, conaffinity): touched by objects always, by the robot only if `robot_contacts`."""
+    return (WALL, ROBOT if robot_contacts else 0)
 
 PARK_Z = 0.1  # objects not used by an episode wait on the floor outside the apartment
 
@@ -107,8 +114,9 @@ def build_scene_xml(
     body.append(
         f'<light name="fill" directional="true" pos="{cx:.4g} {cy:.4g} 6" dir="-0.3 -0.4 -1" diffuse="0.3 0.3 0.3" castshadow="false"/>'
     )
+    walls = wall_col(bool(phys["robot_wall_contacts"]))
     for w in layout.walls:
-        body.append(_box_geom(w, _COLOURS["wall"], STATIC_COL))
+        body.append(_box_geom(w, _COLOURS["wall"], walls))
     for f in layout.furniture:
         body.append(_box_geom(f, _colour(f.name), STATIC_COL))
 

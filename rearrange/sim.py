@@ -63,7 +63,11 @@ def load_sim_config(cfg: Mapping | DictConfig | None = None) -> dict[str, Any]:
         base = OmegaConf.create(load_config_file("sim/default.yaml"))
         if cfg is not None:
             base = OmegaConf.merge(base, OmegaConf.create(dict(cfg)))
-        _merged_configs[key] = OmegaConf.to_container(base, resolve=True)  # type: ignore[assignment]
+        merged: dict[str, Any] = OmegaConf.to_container(base, resolve=True)  # type: ignore[assignment]
+        contacts = merged["physics"]["robot_wall_contacts"]
+        if not isinstance(contacts, bool):
+            raise ValueError(f"sim.physics.robot_wall_contacts must be true or false, got {contacts!r}")
+        _merged_configs[key] = merged
     return copy.deepcopy(_merged_configs[key])
 
 

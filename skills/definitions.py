@@ -220,6 +220,11 @@ class SkillMonitor:
         towards its timeout; the next `step` ends the skill if they used the time up."""
         self.steps += int(steps)
 
+    @property
+    def steps_left(self) -> int:
+        """Steps before the skill's timeout."""
+        return max(0, int(self.skill.timeout) - self.steps)
+
     def step(self, obs: Measures, action: Sequence[float] | np.ndarray) -> tuple[bool, bool]:
         self.steps += 1
         if self.skill.should_terminate(self.measures(obs, action)):

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, open_dict
 from configs.compose import ConfigError, exit_with_error, to_plain, unknown_choice
 from rearrange.actions import check_subset_settings
 from rearrange.episodes import EpisodeFileError, load_episodes, save_episodes
+from rearrange.sim import load_sim_config
 from rearrange.tasks.skill_tasks import make_skill_task
 from skills.definitions import SKILL_NAMES, skill_def_from_config
 from skills.oracle_start import OracleStartConfig, OracleStartEnv
@@ -202,6 +203,7 @@ def main(argv: list[str] | None = None) -> None:
         skill = skill_def_from_config(skill_cfg)
         make_skill_task(skill_cfg)  # a skill config the task cannot use fails here, before any worker starts
         check_subset_settings(skill.action_subsets, cfg.sim)  # and so do the sim settings its actions read
+        load_sim_config(to_plain(cfg.sim))  # and sim values the simulator rejects
         oracle_start = OracleStartConfig.from_node(skill_cfg.get("oracle_start"), skill.name)
         plain = to_plain(cfg)
         initial_mean = skill.initial_action_mean(plain.get("skill_initial_action") or {})

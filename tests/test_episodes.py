@@ -185,8 +185,8 @@ def generated():
 
 
 def _sim_for(ep):
-
-    sim = RearrangeSim(generate_layout(ep.layout_seed), ep.object_kinds())
+    """The episode's start in a sim where the robot touches walls too: a start is checked with them."""
+    sim = RearrangeSim(generate_layout(ep.layout_seed), ep.object_kinds(), {"physics": {"robot_wall_contacts": True}})
     apply_episode(sim, ep, np.random.default_rng(0))
     return sim
 
@@ -348,6 +348,26 @@ def test_scenario_contents(generated):
         assert all(q == 0.0 for q in ep.art_states.values())  # drawer and fridge closed
         assert ep.targets[0].goal_receptacle == ep.targets[1].goal_receptacle
         assert layout.receptacles[ep.targets[0].goal_receptacle].kind == "table"
+
+
+def test_starts_are_checked_with_robot_wall_contacts_whatever_the_sim_acts_with():
+    """The generator's sim always has the robot touch walls (an arm reaching into a wall is no start), so
+    `physics.robot_wall_contacts` (false by default: as habitat, the arm passes walls while acting) does not
+    change which episodes are drawn."""
+    from rearrange.generate_context import LayoutContext
+    from rearrange.scene import ROBOT
+
+    for setting in (False, True):
+        ctx = LayoutContext(generate_layout(layout_seeds("val")[0]), ["apple"], load_generator_config(),
+                            {"physics": {"robot_wall_contacts": setting}})
+        m = ctx.sim.model
+        walls = [g for g in range(m.ngeom) if (m.geom(g).name or "").startswith("wall_")]
+        assert walls and all(m.geom_conaffinity[g] & ROBOT for g in walls)
+        ctx.sim.close()
+    acting = RearrangeSim(generate_layout(layout_seeds("val")[0]), ["apple"])
+    walls = [g for g in range(acting.model.ngeom) if (acting.model.geom(g).name or "").startswith("wall_")]
+    assert walls and not any(acting.model.geom_conaffinity[g] & ROBOT for g in walls)
+    acting.close()
 
 
 def test_generation_is_deterministic(generated):

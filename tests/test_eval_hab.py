@@ -30,6 +30,9 @@ def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path):
     assert "agent.sample_retries must be true or false" in err
     err = one_line_exit_2(capsys, main, ["--scenario", "tidy_house", "--out", str(tmp_path), "eval.torch_threads=-2"])
     assert "eval.torch_threads must be an int >= 0" in err
+    err = one_line_exit_2(capsys, main, ["--scenario", "tidy_house", "--out", str(tmp_path),
+                                         "+sim.physics.robot_wall_contacts=maybe"])
+    assert "sim.physics.robot_wall_contacts must be true or false" in err
     err = one_line_exit_2(capsys, main, ["--scenario", "set_table", "--agent", "tp-srl", "--episodes", "1",
                                          "--checkpoint-dir", str(tmp_path / "ckpts"), "--out", str(tmp_path)])
     assert "checkpoint for skill 'nav' not found" in err and str(tmp_path / "ckpts" / "nav.pt") in err

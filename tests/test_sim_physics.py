@@ -84,18 +84,45 @@ def test_base_stops_at_wall(layout):
     assert sim.base_collided and sim.base_xy[0] > start[0] + 0.5
     assert sim.base_is_free(sim.base_xy)
 
-    # driving forward, the arm (which sticks out of the base disc) reaches the wall first: the base
-    # stalls there instead of ramming the arm through it
+    # driving forward, the arm (0.5 m ahead of the disc's 0.3 m) does not touch the wall (as habitat's arm):
+    # the base goes on until its disc meets the wall's box, the arm in the wall, unbent
     sim.reset_state({}, {}, start, -np.pi / 2)
-    forces, collided = [], []
     for _ in range(60):
         sim.step(np.zeros(7), None, np.array([1.0, 0.0]))
-        forces.append(sim.robot_contact_force)
-        collided.append(sim.base_collided)
+        assert sim.robot_contact_force == 0.0
+    assert sim.base_collided and sim.base_xy[1] - y0 < radius + sim.cfg["base"]["max_lin_per_step"]
+    assert np.max(np.abs(sim.arm_qpos - sim.REST_ARM_QPOS)) < 0.01
+
+    # with physics.robot_wall_contacts the arm reaches the wall first: the base stalls there instead of
+    # ramming the arm through it
+    touching = RearrangeSim(layout, [], {"physics": {"robot_wall_contacts": True}})
+    touching.reset_state({}, {}, start, -np.pi / 2)
+    forces, collided = [], []
+    for _ in range(60):
+        touching.step(np.zeros(7), None, np.array([1.0, 0.0]))
+        forces.append(touching.robot_contact_force)
+        collided.append(touching.base_collided)
     assert collided[-1]
-    assert sim.base_xy[1] - y0 > radius + 0.05
-    assert max(forces) < sim.cfg["base"]["stall_force"]
-    assert np.max(np.abs(sim.arm_qpos - sim.REST_ARM_QPOS)) < 0.2  # arm not bent back by the wall
+    assert touching.base_xy[1] - y0 > radius + 0.05
+    assert max(forces) < touching.cfg["base"]["stall_force"]
+    assert np.max(np.abs(touching.arm_qpos - touching.REST_ARM_QPOS)) < 0.2  # arm not bent back by the wall
+
+
+def test_a_held_object_still_stops_the_base_at_a_wall(layout):
+    """Without robot-wall contacts the object in the gripper still meets the wall: the base stalls before
+    the disc gets there, and the object stays out of the wall and in the gripper."""
+    sim = RearrangeSim(layout, ["cracker_box"])
+    assert not sim.cfg["physics"]["robot_wall_contacts"]
+    (x0, y0), (x1, _) = layout.rooms[0].bounds
+    radius = sim.cfg["base"]["radius"]
+    x = next(x for x in np.arange(x0 + 0.5, x1 - 0.5, 0.05)
+             if all(sim.base_is_free((x, y)) for y in np.arange(y0 + radius + 1e-6, y0 + 1.6, 0.05)))
+    sim.reset_state({}, {}, (x, y0 + 1.5), -np.pi / 2, grasped="obj_0")
+    for _ in range(60):
+        sim.step(np.zeros(7), None, np.array([1.0, 0.0]))
+    assert sim.base_collided and sim.grasped == "obj_0"
+    assert sim.base_xy[1] - y0 > radius + 0.2  # stopped by the object, not by the disc
+    assert sim.object_pos("obj_0")[1] > y0 - 0.01
 
 
 def test_suction_attaches_carries_and_releases(layout):

@@ -38,6 +38,12 @@ def test_nav_without_base_exits_2(capsys, tmp_path):
     assert code == 2 and "base movement" in err and len(err.splitlines()) == 1
 
 
+def test_bad_sim_value_exits_2_before_any_work(capsys, tmp_path):
+    code, err = run_cli(["--skill", "pick", "--out", str(tmp_path / "r"), "sim.physics.robot_wall_contacts=1"], capsys)
+    assert code == 2 and "sim.physics.robot_wall_contacts must be true or false, got 1" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
 def test_bad_dataset_exits_2_and_is_not_touched(capsys, tmp_path):
     bad = tmp_path / "eps.json"
     bad.write_text("{not json")
