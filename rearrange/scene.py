@@ -27,12 +27,12 @@ OBJECT_COL = (OBJECT, STATIC | ROBOT | OBJECT | ART | WALL)
 HELD_OBJECT_COL = (OBJECT, STATIC | OBJECT | ART | WALL)
 ART_COL = (ART, 0)
 
+PARK_Z = 0.1  # objects not used by an episode wait on the floor outside the apartment
+
 
 def wall_col(robot_contacts: bool) -> tuple[int, int]:
     """The walls' (contype, conaffinity): touched by objects always, by the robot only if `robot_contacts`."""
     return (WALL, ROBOT if robot_contacts else 0)
-
-PARK_Z = 0.1  # objects not used by an episode wait on the floor outside the apartment
 
 
 @dataclass(frozen=True)
