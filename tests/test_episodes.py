@@ -357,16 +357,19 @@ def test_starts_are_checked_with_robot_wall_contacts_whatever_the_sim_acts_with(
     from rearrange.generate_context import LayoutContext
     from rearrange.scene import ROBOT
 
+    def robot_touches_walls(sim: RearrangeSim) -> list[bool]:
+        m = sim.model
+        return [bool(m.geom_conaffinity[g] & ROBOT) for g in range(m.ngeom) if m.geom(g).name.startswith("wall_")]
+
+    layout = generate_layout(layout_seeds("val")[0])
     for setting in (False, True):
-        ctx = LayoutContext(generate_layout(layout_seeds("val")[0]), ["apple"], load_generator_config(),
-                            {"physics": {"robot_wall_contacts": setting}})
-        m = ctx.sim.model
-        walls = [g for g in range(m.ngeom) if (m.geom(g).name or "").startswith("wall_")]
-        assert walls and all(m.geom_conaffinity[g] & ROBOT for g in walls)
+        ctx = LayoutContext(layout, ["apple"], load_generator_config(), {"physics": {"robot_wall_contacts": setting}})
+        touches = robot_touches_walls(ctx.sim)
+        assert touches and all(touches)
         ctx.sim.close()
-    acting = RearrangeSim(generate_layout(layout_seeds("val")[0]), ["apple"])
-    walls = [g for g in range(acting.model.ngeom) if (acting.model.geom(g).name or "").startswith("wall_")]
-    assert walls and not any(acting.model.geom_conaffinity[g] & ROBOT for g in walls)
+    acting = RearrangeSim(layout, ["apple"])
+    touches = robot_touches_walls(acting)
+    assert touches and not any(touches)
     acting.close()
 
 

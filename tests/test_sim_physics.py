@@ -55,11 +55,11 @@ def test_objects_rest_on_table_and_fridge_shelf(layout):
         assert np.linalg.norm(sim.object_pos(n) - start[n]) < 0.01, (n, sim.object_kind(n))
 
 
-def test_base_stops_at_wall(layout):
-    sim = RearrangeSim(layout, [])
-    (x0, y0), (x1, y1) = layout.rooms[0].bounds
+def _south_wall_start(sim: RearrangeSim, layout) -> tuple[np.ndarray, float]:
+    """A base point 1.5 m from the kitchen's south wall whose straight path to it is free of furniture (with room
+    to slide 1 m in +x), and the wall's inner face y."""
+    (x0, y0), (x1, _) = layout.rooms[0].bounds
     radius = sim.cfg["base"]["radius"]
-    # a spot whose straight path to the south wall is free of furniture (and room to slide in +x)
     start = next(
         np.array([x, y0 + 1.5])
         for x in np.arange(x0 + 0.5, x1 - 1.5, 0.05)
@@ -69,6 +69,13 @@ def test_base_stops_at_wall(layout):
             for xx in (x, x + 1.0)
         )
     )
+    return start, y0
+
+
+def test_base_stops_at_wall(layout):
+    sim = RearrangeSim(layout, [])
+    radius = sim.cfg["base"]["radius"]
+    start, y0 = _south_wall_start(sim, layout)
     sim.reset_state({}, {}, start, np.pi / 2)  # backing into the south wall (inner face at y0)
     collided = []
     for _ in range(60):
@@ -113,11 +120,9 @@ def test_a_held_object_still_stops_the_base_at_a_wall(layout):
     the disc gets there, and the object stays out of the wall and in the gripper."""
     sim = RearrangeSim(layout, ["cracker_box"])
     assert not sim.cfg["physics"]["robot_wall_contacts"]
-    (x0, y0), (x1, _) = layout.rooms[0].bounds
     radius = sim.cfg["base"]["radius"]
-    x = next(x for x in np.arange(x0 + 0.5, x1 - 0.5, 0.05)
-             if all(sim.base_is_free((x, y)) for y in np.arange(y0 + radius + 1e-6, y0 + 1.6, 0.05)))
-    sim.reset_state({}, {}, (x, y0 + 1.5), -np.pi / 2, grasped="obj_0")
+    start, y0 = _south_wall_start(sim, layout)
+    sim.reset_state({}, {}, start, -np.pi / 2, grasped="obj_0")
     for _ in range(60):
         sim.step(np.zeros(7), None, np.array([1.0, 0.0]))
     assert sim.base_collided and sim.grasped == "obj_0"
