@@ -38,7 +38,7 @@ training profile, one switch: profile=cpu|paper|auto (configs/profile/; other ov
   profile=auto                      default: paper on a machine with a CUDA GPU, else cpu
   profile=paper                     the VER paper's setup (Table A1): 128x128 head depth, resnet18_half,
                                     16 envs x 128 steps per rollout; for GPU machines
-  profile=cpu                       feed-forward MLPs + 16x16 ray-cast depth, 16 envs in 2 processes,
+  profile=cpu                       feed-forward MLPs + 16x16 ray-cast depth, 32 envs in 2 processes,
                                     the update overlapped with collection (trainer.overlap_learning),
                                     a binary (Bernoulli) stop (skill_binary_actions): for a few CPU cores
                                     (values and measurements: configs/profile/cpu.yaml); place keeps the
@@ -47,8 +47,8 @@ training profile, one switch: profile=cpu|paper|auto (configs/profile/; other ov
 
 overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups):
   trainer=ver|nover|sync            collection mode (configs/trainer/)
-  trainer.num_envs=16               envs per rank (N)
-  trainer.envs_per_worker=8         envs stepped by one worker process (N / K processes)
+  trainer.num_envs=16               envs per rank (N; cpu profile 32, paper 16)
+  trainer.envs_per_worker=8         envs stepped by one worker process (ceil(N / K) processes; cpu 16)
   trainer.num_steps=64              rollout length T (a rollout is T x N steps)
   trainer.total_steps=100000        env steps to train for
   trainer.seed=0                    run seed
@@ -68,6 +68,8 @@ overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups)
                                     place: varied in-hand starts, as a real pick leaves them (training only)
   'skill.critic_obs_keys=[obj_start_sensor]'   sensors only the critic reads (an asymmetric actor-critic,
                                     feed-forward policies); the trained policy never asks for them
+  sim.physics.robot_wall_contacts=true   the arm and base collide with walls (the default before
+                                    2026-11-30: false; configs/sim/default.yaml has the measurements)
   output_dir=runs/pick              where config.yaml, metrics.jsonl, tensorboard/, checkpoints/ go
 
 examples:

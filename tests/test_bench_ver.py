@@ -192,9 +192,9 @@ def test_sample_factory_conv_matches_our_small_cnn():
     assert conv is None and "--use_rnn=True" in flags and "resnet18_half" in net
 
 
-@pytest.mark.parametrize(("profile", "depth", "encoder", "per_worker"), [
-    ("cpu", (16, 16, "raycast"), "cnn_small", 8), ("paper", (128, 128, "render"), "resnet18_half", 1)])
-def test_every_mode_composes_train_skills_profile(profile, depth, encoder, per_worker):
+@pytest.mark.parametrize(("profile", "depth", "encoder", "per_worker", "num_envs"), [
+    ("cpu", (16, 16, "raycast"), "cnn_small", 16, 32), ("paper", (128, 128, "render"), "resnet18_half", 1, 16)])
+def test_every_mode_composes_train_skills_profile(profile, depth, encoder, per_worker, num_envs):
     from skills.train_cli import resolve_profile
 
     bench = to_plain(bench_ver.base_config())["bench"]
@@ -205,7 +205,7 @@ def test_every_mode_composes_train_skills_profile(profile, depth, encoder, per_w
         head = cfg.sim.camera.head
         assert cfg.profile == profile and cfg.trainer.mode == mode
         assert (head.width, head.height, head.backend) == depth and cfg.policy.visual.encoder == encoder
-        assert cfg.trainer.envs_per_worker == per_worker and cfg.trainer.num_envs == 16
+        assert cfg.trainer.envs_per_worker == per_worker and cfg.trainer.num_envs == num_envs
     # profile=auto resolves like train-skill: cpu without CUDA
     auto = bench_ver.profile_overrides(None, [], "auto")
     assert auto == [f"profile={'paper' if torch.cuda.is_available() else 'cpu'}"]

@@ -27,7 +27,7 @@ def test_profiles_set_their_values_and_overrides_win():
     assert (paper.sim.camera.head.width, paper.sim.camera.head.height) == (128, 128)
     cpu = compose("train_skill", ["profile=cpu"])
     assert cpu.profile == "cpu" and cpu.policy.architecture == "feedforward" and cpu.policy.prev_action
-    assert (cpu.trainer.num_envs, cpu.trainer.envs_per_worker) == (16, 8)
+    assert (cpu.trainer.num_envs, cpu.trainer.envs_per_worker) == (32, 16)
     assert cpu.trainer.overlap_learning and not paper.trainer.overlap_learning  # habitat's default in the paper's
     assert (cpu.trainer.ppo.proximal_policy, paper.trainer.ppo.proximal_policy) == ("learner", "behaviour")
     assert cpu.sim.camera.head.backend == "raycast"
@@ -48,7 +48,7 @@ def test_train_skill_records_the_resolved_profile(cuda, expected, monkeypatch, t
     train_cli.main(["--skill", "pick", "--out", str(tmp_path / "run"), "trainer.device=cpu"])
     saved = to_plain(seen["cfg"])  # what config.yaml and every checkpoint hold
     assert saved["profile"] == expected
-    assert saved["trainer"]["envs_per_worker"] == (1 if cuda else 8)
+    assert saved["trainer"]["envs_per_worker"] == (1 if cuda else 16)
 
 
 def test_resume_cannot_switch_profile(capsys, tmp_path):
@@ -148,7 +148,7 @@ def test_place_under_the_cpu_profile_trains_with_run_4s_settings():
     place = compose("train_skill", ["skill=place", "profile=cpu"])
     assert not place.trainer.overlap_learning and place.trainer.ppo.proximal_policy == "behaviour"
     assert list(place.skill_binary_actions) == [] and place.skill_initial_action.stop == -0.9
-    assert place.trainer.num_envs == 16 and place.policy.architecture == "feedforward"  # the rest is the profile's
+    assert place.trainer.num_envs == 32 and place.policy.architecture == "feedforward"  # the rest is the profile's
     pick = compose("train_skill", ["skill=pick", "profile=cpu"])
     assert pick.trainer.overlap_learning and pick.trainer.ppo.proximal_policy == "learner"
     assert list(pick.skill_binary_actions) == ["stop"] and pick.skill_initial_action.stop == -0.986
