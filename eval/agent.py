@@ -321,9 +321,8 @@ class HabAgent:
                 if drive_straight(sim, self._stepper(env, run, record, observer), away, self.nav_unstick_distance,
                                   slide=True, step_limit=monitor.steps_left):
                     return True
-                monitor.spend(record.steps - before)
                 record.unsticks += 1
-                if monitor.steps_left == 0:
+                if monitor.spend(record.steps - before):
                     return False  # the drive used the call's last steps: a timeout (the record's outcome)
                 controller.start(sim, target, retry=True)
                 obs = dict(observe(sim, target, keys))

@@ -215,10 +215,12 @@ class SkillMonitor:
         m["left_start_zone"] = self.left_start_zone
         return m
 
-    def spend(self, steps: int) -> None:
+    def spend(self, steps: int) -> bool:
         """Count `steps` the agent ran for this skill without its actions (eval-hab's nav unstick drive)
-        towards its timeout; the next `step` ends the skill if they used the time up."""
+        towards its timeout; True if they used the time up (the call ends as a timeout: another `step`
+        would overrun it)."""
         self.steps += int(steps)
+        return self.steps_left == 0
 
     @property
     def steps_left(self) -> int:

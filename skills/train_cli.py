@@ -68,8 +68,8 @@ overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups)
                                     place: varied in-hand starts, as a real pick leaves them (training only)
   'skill.critic_obs_keys=[obj_start_sensor]'   sensors only the critic reads (an asymmetric actor-critic,
                                     feed-forward policies); the trained policy never asks for them
-  sim.physics.robot_wall_contacts=true   the arm and base collide with walls (the default before
-                                    2026-11-30: false; configs/sim/default.yaml has the measurements)
+  sim.physics.robot_wall_contacts=true   the arm and base collide with walls (the default until
+                                    2026-11-29, false since; configs/sim/default.yaml has the measurements)
   output_dir=runs/pick              where config.yaml, metrics.jsonl, tensorboard/, checkpoints/ go
 
 examples:
