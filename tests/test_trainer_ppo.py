@@ -321,3 +321,39 @@ def test_learner_log_probs_are_the_networks_own_from_the_actor_alone(recurrent, 
     expected, _ = reevaluate(ac, rollout)
     monkeypatch.setattr(ac, "value", lambda *_: pytest.fail("the critic ran"))
     torch.testing.assert_close(ppo._learner_log_probs(rollout), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("recurrent", [True, False])
+def test_learner_bf16_runs_the_trunk_in_bf16_keeps_the_heads_fp32_and_tracks_the_fp32_update(recurrent, monkeypatch):
+    """`learner_bf16`: the trunk's matmuls run in bf16 inside the update only, the log-probs and values reach the loss
+    in fp32, and one update lands near the fp32 update; acting outside the update stays fp32."""
+    policy = POLICY_CFG if recurrent else {**POLICY_CFG, "architecture": "feedforward",
+                                           "feedforward": {"actor": [16], "critic": [16], "activation": "tanh"}}
+    cfg = {**PPO_CFG, "lr": 1e-3, "ppo_epoch": 1, "num_mini_batch": 1, "entropy": {**PPO_CFG["entropy"], "learned": False}}
+    results = {}
+    for bf16 in (False, True):
+        torch.manual_seed(11)
+        ac = ActorCritic(OBS_SPACE, gym.spaces.Box(-1, 1, (2,), np.float32), policy)
+        rollout = collect(ac, steps=48)
+        ppo = PPO(ac, {**cfg, "learner_bf16": bf16}, total_updates=4, seed=0)
+        dtypes = {}
+        evaluate = ac.evaluate
+
+        def spy(*args, _evaluate=evaluate, _dtypes=dtypes, **kwargs):
+            out = _evaluate(*args, **kwargs)
+            _dtypes["autocast"] = torch.is_autocast_enabled("cpu")
+            _dtypes["out"] = (out.log_prob.dtype, out.value.dtype, out.entropy.dtype)
+            return out
+
+        monkeypatch.setattr(ac, "evaluate", spy)
+        stats = ppo.update(rollout)
+        assert dtypes["autocast"] is bf16
+        assert dtypes["out"] == (torch.float32,) * 3
+        assert np.isfinite(stats["learner/action_loss"]) and np.isfinite(stats["learner/value_loss"])
+        act = ac.act({"x": torch.zeros(1, 4)}, ac.initial_hidden(1), torch.ones(1, dtype=torch.bool))
+        assert not torch.is_autocast_enabled("cpu") and act.log_prob.dtype == torch.float32
+        results[bf16] = (stats, [p.detach().clone() for p in ac.parameters()])
+    (s32, p32), (s16, p16) = results[False], results[True]
+    assert s16["learner/value_loss"] == pytest.approx(s32["learner/value_loss"], rel=0.05, abs=1e-3)
+    moved = [float((a - b).abs().max()) for a, b in zip(p16, p32, strict=True)]
+    assert max(moved) < 5e-3  # one Adam step at lr 1e-3 moves each weight by <= ~1e-3: the two updates agree in sign

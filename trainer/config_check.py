@@ -136,6 +136,7 @@ def check_ppo(p: ConfigNode, rows_per_rank: int) -> None:
     p.boolean("normalize_reward", optional=True)
     p.number("reward_norm_clip", 0, low_open=True, optional=True)
     p.boolean("use_importance_weights")
+    p.boolean("learner_bf16", optional=True)  # absent in configs saved before the key
     p.choice("proximal_policy", PROXIMAL_POLICIES, optional=True)  # absent in configs saved before the key
     p.number("max_grad_norm", 0, low_open=True)
     p.number("lr", 0, low_open=True)

@@ -281,7 +281,18 @@ class ActorCritic(nn.Module):
     def _feedforward(self, obs: Mapping[str, torch.Tensor]) -> tuple[ActionDist, torch.Tensor]:
         """Action distribution and value of a feed-forward policy."""
         features = self.encode(obs)
-        return self.action_head(self.actor(self._actor_features(features))), self.value(self.critic(features))
+        return self._dist(self.actor(self._actor_features(features))), self._value(self.critic(features))
+
+    def _dist(self, actor_out: torch.Tensor) -> ActionDist:
+        """The action head in fp32, also where the trunk ran under the learner's bf16 autocast (PPO
+        `learner_bf16`): log-probs and the PPO ratio need more than bf16's ~3 significant digits."""
+        with torch.autocast(actor_out.device.type, enabled=False):
+            return self.action_head(actor_out.float())
+
+    def _value(self, critic_out: torch.Tensor) -> torch.Tensor:
+        """`value` in fp32 (as `_dist`)."""
+        with torch.autocast(critic_out.device.type, enabled=False):
+            return self.value(critic_out.float())
 
     @torch.no_grad()
     def set_value_normalization(self, mean: torch.Tensor, std: torch.Tensor) -> None:
@@ -339,16 +350,16 @@ class ActorCritic(nn.Module):
                 raise ValueError(f"seq_lengths sum to {total} but {value.shape[0]} rows were given")
             return EvalOutput(dist.log_prob(actions), dist.entropy(), value)
         out = self._sequence_outputs(obs, initial_hidden, seq_lengths)
-        dist = self.action_head(out)
-        return EvalOutput(dist.log_prob(actions), dist.entropy(), self.value(out))
+        dist = self._dist(out)
+        return EvalOutput(dist.log_prob(actions), dist.entropy(), self._value(out))
 
     def action_dist(
         self, obs: Mapping[str, torch.Tensor], initial_hidden: torch.Tensor, seq_lengths: Sequence[int] | torch.Tensor
     ) -> ActionDist:
         """The action distribution of every row, rows laid out as in `evaluate` (behaviour cloning)."""
         if not self.is_recurrent:
-            return self.action_head(self.actor(self._actor_features(self.encode(obs))))
-        return self.action_head(self._sequence_outputs(obs, initial_hidden, seq_lengths))
+            return self._dist(self.actor(self._actor_features(self.encode(obs))))
+        return self._dist(self._sequence_outputs(obs, initial_hidden, seq_lengths))
 
     def _sequence_outputs(
         self, obs: Mapping[str, torch.Tensor], initial_hidden: torch.Tensor, seq_lengths: Sequence[int] | torch.Tensor

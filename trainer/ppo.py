@@ -116,6 +116,8 @@ class PPO:
             raise ValueError(f"ppo.proximal_policy must be one of {', '.join(PROXIMAL_POLICIES)}; "
                              f"got {self.proximal_policy!r}")
         self.max_grad_norm = float(ppo_cfg["max_grad_norm"])
+        # the learner's forward passes (encoder, trunks) under bf16 autocast; the heads stay fp32 (ActorCritic._dist)
+        self.learner_bf16 = bool(ppo_cfg.get("learner_bf16", False))
         self.base_lr = float(ppo_cfg["lr"])
         self.lr_schedule = str(ppo_cfg["lr_schedule"])
         if self.lr_schedule not in LR_SCHEDULES:
@@ -303,13 +305,21 @@ class PPO:
         for mb in self._minibatches(rollout, layout):
             rows, obs, hidden = self._minibatch_inputs(rollout, mb)
             # the actor alone: the critic's outputs are not needed here (the same log-probs, less work)
-            log_probs[rows] = self.actor_critic.action_dist(obs, hidden, mb.seq_lengths).log_prob(rollout.actions[rows])
+            with self._autocast(rows.device):
+                dist = self.actor_critic.action_dist(obs, hidden, mb.seq_lengths)
+            log_probs[rows] = dist.log_prob(rollout.actions[rows])
         return log_probs
 
     def _evaluate(self, rollout: Rollout, mb: MiniBatch) -> tuple[torch.Tensor, EvalOutput]:
         """The mini-batch's rows (on the rollout's device) and the network's log-probs, entropies and values there."""
         rows, obs, hidden = self._minibatch_inputs(rollout, mb)
-        return rows, self.actor_critic.evaluate(obs, rollout.actions[rows], hidden, mb.seq_lengths)
+        with self._autocast(rows.device):
+            return rows, self.actor_critic.evaluate(obs, rollout.actions[rows], hidden, mb.seq_lengths)
+
+    def _autocast(self, device: torch.device) -> torch.autocast:
+        """bf16 autocast for the learner's forward passes when `learner_bf16` (thread-local: an inference
+        thread beside an overlapped update keeps fp32), else a no-op."""
+        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=self.learner_bf16)
 
     @staticmethod
     def _minibatch_inputs(rollout: Rollout, mb: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
