@@ -271,8 +271,10 @@ class ActorCritic(nn.Module):
         return out.squeeze(0), self._from_lstm_state(h, c)
 
     def value(self, rnn_out: torch.Tensor) -> torch.Tensor:
-        """Value in reward units from the LSTM output (feed-forward: the critic MLP's output), `[B]`."""
-        return self.value_head(rnn_out).squeeze(-1) * self.value_std + self.value_mean
+        """Value in reward units from the LSTM output (feed-forward: the critic MLP's output), `[B]`; in fp32, also
+        where the trunk ran under the learner's bf16 autocast (PPO `learner_bf16`, as `_dist`)."""
+        with torch.autocast(rnn_out.device.type, enabled=False):
+            return self.value_head(rnn_out.float()).squeeze(-1) * self.value_std + self.value_mean
 
     def _actor_features(self, features: torch.Tensor) -> torch.Tensor:
         """The actor's input from the full embedding (without the critic-only columns)."""
@@ -281,18 +283,13 @@ class ActorCritic(nn.Module):
     def _feedforward(self, obs: Mapping[str, torch.Tensor]) -> tuple[ActionDist, torch.Tensor]:
         """Action distribution and value of a feed-forward policy."""
         features = self.encode(obs)
-        return self._dist(self.actor(self._actor_features(features))), self._value(self.critic(features))
+        return self._dist(self.actor(self._actor_features(features))), self.value(self.critic(features))
 
     def _dist(self, actor_out: torch.Tensor) -> ActionDist:
         """The action head in fp32, also where the trunk ran under the learner's bf16 autocast (PPO
         `learner_bf16`): log-probs and the PPO ratio need more than bf16's ~3 significant digits."""
         with torch.autocast(actor_out.device.type, enabled=False):
             return self.action_head(actor_out.float())
-
-    def _value(self, critic_out: torch.Tensor) -> torch.Tensor:
-        """`value` in fp32 (as `_dist`)."""
-        with torch.autocast(critic_out.device.type, enabled=False):
-            return self.value(critic_out.float())
 
     @torch.no_grad()
     def set_value_normalization(self, mean: torch.Tensor, std: torch.Tensor) -> None:
@@ -314,7 +311,7 @@ class ActorCritic(nn.Module):
         """Choose actions for a batch of envs for one step (sample, or the mode if `deterministic`)."""
         if self.is_recurrent:
             out, new_hidden = self._step(obs, hidden, episode_start)
-            dist, value = self.action_head(out), self.value(out)
+            dist, value = self._dist(out), self.value(out)
         else:
             (dist, value), new_hidden = self._feedforward(obs), torch.zeros_like(hidden)
         action = dist.mode() if deterministic else dist.sample()
@@ -351,7 +348,7 @@ class ActorCritic(nn.Module):
             return EvalOutput(dist.log_prob(actions), dist.entropy(), value)
         out = self._sequence_outputs(obs, initial_hidden, seq_lengths)
         dist = self._dist(out)
-        return EvalOutput(dist.log_prob(actions), dist.entropy(), self._value(out))
+        return EvalOutput(dist.log_prob(actions), dist.entropy(), self.value(out))
 
     def action_dist(
         self, obs: Mapping[str, torch.Tensor], initial_hidden: torch.Tensor, seq_lengths: Sequence[int] | torch.Tensor
