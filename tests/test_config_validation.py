@@ -30,6 +30,7 @@ BAD_VALUES = [
     ("trainer.learner_threads=-1", "trainer.learner_threads", ">= 0"),
     ("trainer.overlap_learning=1", "trainer.overlap_learning", "true or false"),
     ("trainer.ppo.proximal_policy=newest", "trainer.ppo.proximal_policy", "behaviour, learner"),
+    ("trainer.ppo.learner_bf16=3", "trainer.ppo.learner_bf16", "true, false or auto"),
     ("trainer.overlap_learning=true trainer.learner_threads=2", "trainer.learner_threads", "must be 0"),
     ("trainer.device=tpu", "trainer.device", "auto, cpu, cuda"),
     ("trainer.start_method=fork", "trainer.start_method", "forkserver, spawn"),

@@ -357,3 +357,32 @@ def test_learner_bf16_runs_the_trunk_in_bf16_keeps_the_heads_fp32_and_tracks_the
     assert s16["learner/value_loss"] == pytest.approx(s32["learner/value_loss"], rel=0.05, abs=1e-3)
     moved = [float((a - b).abs().max()) for a, b in zip(p16, p32, strict=True)]
     assert max(moved) < 5e-3  # one Adam step at lr 1e-3 moves each weight by <= ~1e-3: the two updates agree in sign
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_learner_bf16_auto_follows_the_hardware_and_bad_values_are_refused(native, monkeypatch):
+    """`learner_bf16: auto` turns bf16 on exactly where the device has it natively (`native_bf16`); anything but
+    true, false or auto is a one-line error."""
+    import trainer.ppo as ppo_module
+
+    monkeypatch.setattr(ppo_module, "native_bf16", lambda device: native)
+    ac = ActorCritic(OBS_SPACE, gym.spaces.Box(-1, 1, (2,), np.float32), POLICY_CFG)
+    assert PPO(ac, {**PPO_CFG, "learner_bf16": "auto"}, total_updates=1).learner_bf16 is native
+    assert PPO(ac, {**PPO_CFG, "learner_bf16": True}, total_updates=1).learner_bf16 is True
+    with pytest.raises(ValueError, match="learner_bf16 must be true, false or auto; got 'yes'"):
+        PPO(ac, {**PPO_CFG, "learner_bf16": "yes"}, total_updates=1)
+
+
+def test_native_bf16_reads_the_cpu_flags(monkeypatch, tmp_path):
+    """x86's avx512_bf16 / amx_bf16 and Arm's bf16 count as native; a CPU without them, or no cpuinfo, does not."""
+    import trainer.ppo as ppo_module
+
+    cpu = torch.device("cpu")
+    for flags, native in (("fpu avx2 avx512f", False), ("fpu avx512f avx512_bf16", True), ("fp asimd bf16 i8mm", True),
+                          ("fpu amx_bf16 amx_tile", True)):
+        info = tmp_path / f"cpuinfo_{native}"
+        info.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        monkeypatch.setattr(ppo_module, "Path", lambda _path, _info=info: _info)
+        assert ppo_module.native_bf16(cpu) is native, flags
+    monkeypatch.setattr(ppo_module, "Path", lambda _path: tmp_path / "missing")
+    assert ppo_module.native_bf16(cpu) is False

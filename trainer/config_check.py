@@ -136,7 +136,9 @@ def check_ppo(p: ConfigNode, rows_per_rank: int) -> None:
     p.boolean("normalize_reward", optional=True)
     p.number("reward_norm_clip", 0, low_open=True, optional=True)
     p.boolean("use_importance_weights")
-    p.boolean("learner_bf16", optional=True)  # absent in configs saved before the key
+    bf16 = p.raw("learner_bf16", optional=True)  # absent in configs saved before the key
+    if bf16 is not MISSING and not (isinstance(bf16, bool) or bf16 == "auto"):
+        raise p.fail("learner_bf16", "true, false or auto", bf16)
     p.choice("proximal_policy", PROXIMAL_POLICIES, optional=True)  # absent in configs saved before the key
     p.number("max_grad_norm", 0, low_open=True)
     p.number("lr", 0, low_open=True)

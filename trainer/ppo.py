@@ -56,7 +56,9 @@ every rank keeps identical statistics).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -86,6 +88,19 @@ def make_adam(params: list[torch.Tensor], lr: float, eps: float) -> torch.optim.
     except RuntimeError:  # torch < 2.4 on CPU, or a device without the fused kernel
         return torch.optim.Adam(params, lr=lr, eps=eps)
 
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether `device` multiplies in bf16 in hardware (`learner_bf16: auto`): a CUDA GPU with bf16, or a CPU whose
+    Linux flags list avx512_bf16, amx_bf16 (x86) or bf16 (Arm). Elsewhere bf16 autocast is emulated and can be slower
+    than fp32, so `auto` leaves the learner in fp32."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return re.search(r"\b(avx512_bf16|amx_bf16|bf16)\b", cpuinfo) is not None
 
 class PPO:
     """The learner: owns the optimizer, the entropy coefficient and the update counter."""
@@ -117,7 +132,11 @@ class PPO:
                              f"got {self.proximal_policy!r}")
         self.max_grad_norm = float(ppo_cfg["max_grad_norm"])
         # the learner's forward passes (encoder, trunks) under bf16 autocast; the heads stay fp32 (ActorCritic._dist)
-        self.learner_bf16 = bool(ppo_cfg.get("learner_bf16", False))
+        learner_bf16 = ppo_cfg.get("learner_bf16", False)
+        if not (isinstance(learner_bf16, bool) or learner_bf16 == "auto"):
+            raise ValueError(f"ppo.learner_bf16 must be true, false or auto; got {learner_bf16!r}")
+        device = next(actor_critic.parameters()).device
+        self.learner_bf16 = native_bf16(device) if learner_bf16 == "auto" else learner_bf16
         self.base_lr = float(ppo_cfg["lr"])
         self.lr_schedule = str(ppo_cfg["lr_schedule"])
         if self.lr_schedule not in LR_SCHEDULES:

@@ -390,6 +390,9 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     state = _resume_state(resume, out, info.is_main)
     was_deterministic = torch.are_deterministic_algorithms_enabled()
     run = _build(cfg, env_fn, info, out)
+    if tcfg.ppo.get("learner_bf16") == "auto":
+        log.info("trainer.ppo.learner_bf16=auto: the learner's forward passes run in %s on this %s",
+                 "bf16" if run.ppo.learner_bf16 else "fp32 (no bf16 in hardware)", info.device.type)
     if state is not None:
         counters = _restore(run, state)
         if counters.env_steps >= run.total_steps and info.is_main:
