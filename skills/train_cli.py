@@ -40,6 +40,7 @@ training profile, one switch: profile=cpu|paper|auto (configs/profile/; other ov
                                     16 envs x 128 steps per rollout; for GPU machines
   profile=cpu                       feed-forward MLPs + 16x16 ray-cast depth, 32 envs in 2 processes,
                                     the update overlapped with collection (trainer.overlap_learning),
+                                    the learner in bf16 where the CPU has it (trainer.ppo.learner_bf16),
                                     a binary (Bernoulli) stop (skill_binary_actions): for a few CPU cores
                                     (values and measurements: configs/profile/cpu.yaml); place keeps the
                                     update in step, habitat's clip and a Gaussian stop, with which it
