@@ -9,6 +9,7 @@ Public API (what the training loop uses):
     ppo.state_dict() / ppo.load_state_dict(d)   # optimizer, entropy coef, update count, LR schedule,
                                                 # mini-batch RNG (model weights are saved separately)
     ppo.lr_at(update) -> float         # the LR schedule (cosine decay to 0 over total_updates)
+    native_bf16(device) -> bool        # bf16 in hardware: where `learner_bf16: auto` runs the learner in bf16
 
 `update` uses the learning rate of the current update count, then increments the count. Stats
 keys (stable names): learner/value_loss, learner/action_loss, learner/entropy,
@@ -89,7 +90,6 @@ def make_adam(params: list[torch.Tensor], lr: float, eps: float) -> torch.optim.
         return torch.optim.Adam(params, lr=lr, eps=eps)
 
 
-
 def native_bf16(device: torch.device) -> bool:
     """Whether `device` multiplies in bf16 in hardware (`learner_bf16: auto`): a CUDA GPU with bf16, or a CPU whose
     Linux flags list avx512_bf16, amx_bf16 (x86) or bf16 (Arm). Elsewhere bf16 autocast is emulated and can be slower
@@ -101,6 +101,7 @@ def native_bf16(device: torch.device) -> bool:
     except OSError:
         return False
     return re.search(r"\b(avx512_bf16|amx_bf16|bf16)\b", cpuinfo) is not None
+
 
 class PPO:
     """The learner: owns the optimizer, the entropy coefficient and the update counter."""
