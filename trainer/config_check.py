@@ -118,7 +118,7 @@ def check_trainer(t: ConfigNode) -> int:
 
 def check_ppo(p: ConfigNode, rows_per_rank: int) -> None:
     """PPO settings (configs/trainer/ppo.yaml); mini-batches must fit in one rollout of T x N rows."""
-    from trainer.ppo import LR_SCHEDULES, PROXIMAL_POLICIES
+    from trainer.ppo import LEARNER_BF16_VALUES, LR_SCHEDULES, PROXIMAL_POLICIES, is_learner_bf16_value
 
     p.number("gamma", 0, 1, low_open=True)
     p.number("gae_lambda", 0, 1)
@@ -137,8 +137,8 @@ def check_ppo(p: ConfigNode, rows_per_rank: int) -> None:
     p.number("reward_norm_clip", 0, low_open=True, optional=True)
     p.boolean("use_importance_weights")
     bf16 = p.raw("learner_bf16", optional=True)  # absent in configs saved before the key
-    if bf16 is not MISSING and not (isinstance(bf16, bool) or bf16 == "auto"):
-        raise p.fail("learner_bf16", "true, false or auto", bf16)
+    if bf16 is not MISSING and not is_learner_bf16_value(bf16):
+        raise p.fail("learner_bf16", LEARNER_BF16_VALUES, bf16)
     p.choice("proximal_policy", PROXIMAL_POLICIES, optional=True)  # absent in configs saved before the key
     p.number("max_grad_norm", 0, low_open=True)
     p.number("lr", 0, low_open=True)

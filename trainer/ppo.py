@@ -76,6 +76,12 @@ StatsSync = Callable[[torch.Tensor], None]
 
 LR_SCHEDULES = ("cosine", "constant")
 PROXIMAL_POLICIES = ("behaviour", "learner")  # what PPO's clip range is centred on (configs/trainer/ppo.yaml)
+LEARNER_BF16_VALUES = "true, false or auto"  # ppo.learner_bf16 (configs/trainer/ppo.yaml)
+
+
+def is_learner_bf16_value(value: object) -> bool:
+    """Whether `value` is one of LEARNER_BF16_VALUES (config_check and PPO share the rule)."""
+    return isinstance(value, bool) or value == "auto"
 
 
 def make_adam(params: list[torch.Tensor], lr: float, eps: float) -> torch.optim.Adam:
@@ -134,8 +140,8 @@ class PPO:
         self.max_grad_norm = float(ppo_cfg["max_grad_norm"])
         # the learner's forward passes (encoder, trunks) under bf16 autocast; the heads stay fp32 (ActorCritic._dist)
         learner_bf16 = ppo_cfg.get("learner_bf16", False)
-        if not (isinstance(learner_bf16, bool) or learner_bf16 == "auto"):
-            raise ValueError(f"ppo.learner_bf16 must be true, false or auto; got {learner_bf16!r}")
+        if not is_learner_bf16_value(learner_bf16):
+            raise ValueError(f"ppo.learner_bf16 must be {LEARNER_BF16_VALUES}; got {learner_bf16!r}")
         device = next(actor_critic.parameters()).device
         self.learner_bf16 = native_bf16(device) if learner_bf16 == "auto" else learner_bf16
         self.base_lr = float(ppo_cfg["lr"])
