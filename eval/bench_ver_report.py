@@ -20,6 +20,7 @@ import numpy as np
 
 from configs.files import atomic_path
 from eval.metrics import write_json_atomic
+from trainer.cpu_info import cpu_has_bf16, cpu_model
 
 RESULT_FILE = "bench_ver.json"
 PLOT_FILE = "bench_ver.png"
@@ -165,15 +166,7 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
 def machine_description() -> dict[str, Any]:
     import torch
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(),
+    return {"cpu": cpu_model(), "cpu_bf16": cpu_has_bf16(), "cores": os.cpu_count(), "platform": platform.platform(),
             "python": platform.python_version(), "torch": torch.__version__,
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             "load_average_at_start": list(os.getloadavg())}

@@ -226,6 +226,7 @@ def test_pick_cpu_profile_tiny_run_reports_every_mode_and_its_ratio_to_raw(tmp_p
     cfg = report["config"]
     assert cfg["profile"] == "cpu" and cfg["head_depth"] == "16x16 raycast" and "feedforward" in cfg["policy_name"]
     assert cfg["num_envs"] == 4 and cfg["envs_per_worker"] == 2 and cfg["num_workers"] == 2
+    assert report["machine"]["cpu"] and isinstance(report["machine"]["cpu_bf16"], bool)   # where learner_bf16: auto
     modes = report["modes"]
     assert list(modes) == ["raw", "sync", "nover", "ver", "sample_factory"]
     for mode in ("raw", "sync", "nover", "ver"):

@@ -28,7 +28,6 @@ import datetime
 import functools
 import json
 import os
-import platform
 import shutil
 import sys
 import time
@@ -41,6 +40,7 @@ from omegaconf import DictConfig
 
 from configs.compose import ConfigError, compose, exit_with_error, to_plain
 from configs.files import atomic_path, write_text_atomic
+from trainer.cpu_info import cpu_model
 
 CONFIG_NAME = "bench_halfcheetah"
 SIDES = ("ours", "sb3")
@@ -198,15 +198,7 @@ def plot_returns(runs: Sequence[dict[str, Any]], path: Path, window: int) -> Non
 
 def machine() -> str:
     """CPU model and count, for the report."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} CPUs, {model}"
+    return f"{os.cpu_count()} CPUs, {cpu_model()}"
 
 
 def build_parser() -> argparse.ArgumentParser:

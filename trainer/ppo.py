@@ -57,13 +57,12 @@ every rank keeps identical statistics).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 
 import torch
 from torch import nn
 
+from trainer.cpu_info import cpu_has_bf16
 from trainer.entropy import entropy_coefficient_from_config
 from trainer.gae import compute_gae
 from trainer.minibatch import MiniBatch, build_minibatches, build_row_minibatches
@@ -102,11 +101,7 @@ def native_bf16(device: torch.device) -> bool:
     than fp32, so `auto` leaves the learner in fp32."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
-    try:
-        cpuinfo = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return re.search(r"\b(avx512_bf16|amx_bf16|bf16)\b", cpuinfo) is not None
+    return cpu_has_bf16()
 
 
 class PPO:
