@@ -20,7 +20,7 @@ import numpy as np
 
 from configs.files import atomic_path
 from eval.metrics import write_json_atomic
-from trainer.cpu_info import cpu_has_bf16, cpu_model
+from trainer.cpu_info import cpu_has_bf16, cpu_model, read_cpuinfo
 
 RESULT_FILE = "bench_ver.json"
 PLOT_FILE = "bench_ver.png"
@@ -166,8 +166,9 @@ def plot(report: Mapping[str, Any], path: Path) -> None:
 def machine_description() -> dict[str, Any]:
     import torch
 
-    return {"cpu": cpu_model(), "cpu_bf16": cpu_has_bf16(), "cores": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "torch": torch.__version__,
+    cpuinfo = read_cpuinfo()
+    return {"cpu": cpu_model(cpuinfo), "cpu_bf16": cpu_has_bf16(cpuinfo), "cores": os.cpu_count(),
+            "platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             "load_average_at_start": list(os.getloadavg())}
 
