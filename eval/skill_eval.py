@@ -121,25 +121,10 @@ def end_reason(success: bool, terminated: bool, info: Mapping[str, Any]) -> str:
 
 
 def receptacle_group(env: Any) -> str | None:
-    """Where the episode's skill acts, as `rearrange.generate.receptacle_kind` names it ('surface',
-    'fridge', 'drawer'): pick, and nav to an object, its receptacle; place, and nav carrying the object,
-    the goal's; nav to a shut container (`info.nav_to_container`), that container's shelves. None for
-    episodes without targets or a receptacle the layout lacks."""
-    from rearrange.generate import receptacle_kind
+    """Where the env's current episode's skill acts (`rearrange.generate.episode_receptacle_kind`)."""
+    from rearrange.generate import episode_receptacle_kind
 
-    episode = env.current_episode
-    receptacles = env.sim.layout.receptacles
-    container = episode.info.get("nav_to_container") if episode.kind == "nav" else None
-    if container is not None:
-        rec = next((r for r in receptacles.values() if r.container == container), None)
-        return None if rec is None else receptacle_kind(rec)
-    if not episode.targets:
-        return None
-    target = episode.targets[0]
-    to_goal = episode.kind == "place" or (episode.kind == "nav" and episode.info.get("start_holding") == target.object)
-    name = target.goal_receptacle if to_goal else episode.object_spec(target.object).receptacle
-    rec = receptacles.get(name)
-    return None if rec is None else receptacle_kind(rec)
+    return episode_receptacle_kind(env.current_episode, env.sim.layout)
 
 
 def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarray], None] | None,

@@ -74,6 +74,25 @@ def receptacle_kind(rec: Receptacle) -> str:
     return rec.kind if rec.kind in ("fridge", "drawer") else "surface"
 
 
+def episode_receptacle_kind(episode: Episode, layout: ApartmentLayout) -> str | None:
+    """Where `episode`'s skill acts, as `receptacle_kind` names it ('surface', 'fridge', 'drawer'): pick,
+    and nav to an object, its receptacle; place, and nav carrying the object, the goal's; nav to a shut
+    container (`info.nav_to_container`), that container's shelves. None for episodes without targets or
+    a receptacle the layout lacks."""
+    receptacles = layout.receptacles
+    container = episode.info.get("nav_to_container") if episode.kind == "nav" else None
+    if container is not None:
+        rec = next((r for r in receptacles.values() if r.container == container), None)
+        return None if rec is None else receptacle_kind(rec)
+    if not episode.targets:
+        return None
+    target = episode.targets[0]
+    to_goal = episode.kind == "place" or (episode.kind == "nav" and episode.info.get("start_holding") == target.object)
+    name = target.goal_receptacle if to_goal else episode.object_spec(target.object).receptacle
+    rec = receptacles.get(name)
+    return None if rec is None else receptacle_kind(rec)
+
+
 def _shares(cfg: Mapping[str, Any], kind: str) -> np.ndarray:
     """`skill_targets.shares.<kind>` as probabilities in RECEPTACLE_KINDS order (ValueError if bad)."""
     shares = dict(cfg["skill_targets"]["shares"][kind])

@@ -28,6 +28,7 @@ from rearrange.episodes import EpisodeFileError, load_episodes, save_episodes
 from rearrange.sim import load_sim_config
 from rearrange.tasks.skill_tasks import make_skill_task
 from skills.definitions import SKILL_NAMES, skill_def_from_config
+from skills.episode_balance import EpisodeBalanceConfig, EpisodeBalanceEnv
 from skills.oracle_start import OracleStartConfig, OracleStartEnv
 from trainer.config_check import check_config
 
@@ -63,6 +64,8 @@ overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups)
   skill.oracle_start.prob=0.3       curriculum: that share of resets hand over part-way through the skill's
                                     oracle (skills/oracle_start.py; place trains with 0.5 by default)
   trainer.init_from=runs/place_dagger     fine-tune a policy imitated from the oracle (imitate-skill --help)
+  skill.episode_balance.mix=0.5     curriculum: half the draws weighted toward the receptacle kinds (surface,
+                                    fridge shelf, drawer) the policy fails most (skills/episode_balance.py)
   skill.oracle_start.max_prefix_steps=100   give up an oracle prefix that has not handed over by then
                                     (an ordinary start instead; for an oracle stuck without base movement)
   skill.start_grasp.max_arm_offset=0.5 skill.start_grasp.max_tilt=0.6
@@ -91,16 +94,19 @@ exit codes: 0 done, 2 bad input, 130 / 143 stopped by Ctrl-C / SIGTERM (a checkp
 def make_skill_env(env_idx: int, *, skill_cfg: Mapping[str, Any], sim_cfg: Mapping[str, Any] | None,
                    episodes_path: str, oracle_cfg: Mapping[str, Any] | None = None) -> Any:
     """Env factory for the trainer's workers: the skill's task on the dataset's episodes, with the
-    oracle-start curriculum (`skills.oracle_start`) when `skill.oracle_start.prob` > 0."""
+    oracle-start curriculum (`skills.oracle_start`) when `skill.oracle_start.prob` > 0 and the episodes
+    drawn by failure per receptacle kind (`skills.episode_balance`) when `skill.episode_balance.mix` > 0."""
     from rearrange.env import RearrangeEnv
 
     env = RearrangeEnv(make_skill_task(skill_cfg), episodes_path, sim_cfg=sim_cfg)
     start = OracleStartConfig.from_node(skill_cfg.get("oracle_start"), str(skill_cfg["name"]))
-    if start.prob == 0.0:
-        return env
-    from skills.oracles.factory import oracle_config
+    if start.prob > 0.0:
+        from skills.oracles.factory import oracle_config
 
-    return OracleStartEnv(env, str(skill_cfg["name"]), start, oracle_cfg if oracle_cfg is not None else oracle_config())
+        env = OracleStartEnv(env, str(skill_cfg["name"]), start,
+                             oracle_cfg if oracle_cfg is not None else oracle_config())
+    balance = EpisodeBalanceConfig.from_node(skill_cfg.get("episode_balance"))
+    return EpisodeBalanceEnv(env, balance) if balance.mix > 0.0 else env
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -208,6 +214,7 @@ def main(argv: list[str] | None = None) -> None:
         check_subset_settings(skill.action_subsets, cfg.sim)  # and so do the sim settings its actions read
         load_sim_config(to_plain(cfg.sim))  # and sim values the simulator rejects
         oracle_start = OracleStartConfig.from_node(skill_cfg.get("oracle_start"), skill.name)
+        EpisodeBalanceConfig.from_node(skill_cfg.get("episode_balance"))
         plain = to_plain(cfg)
         initial_mean = skill.initial_action_mean(plain.get("skill_initial_action") or {})
         if initial_mean is not None:

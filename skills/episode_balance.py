@@ -1,0 +1,103 @@
+"""Episodes drawn more often where the policy fails: a training curriculum over receptacle kinds.
+
+A skill's episodes act on three kinds of receptacle (`rearrange.generate.receptacle_kind`: open
+surfaces, fridge shelves, drawers) that a policy learns at different times. Pick's two-hour runs
+(checkpoints/pick.md runs 19-23) ended with fridge shelves at 4 to 31 of 35 val episodes from the same
+command: a draw that has not found the fridge by the middle of its first stage mostly never does, while
+surfaces and drawers are solved in every draw. This wrapper keeps, per kind, a running success rate of
+the episodes it has seen end (ordinary starts only; an oracle start's success says nothing about the
+policy's own start) and draws the next episode from
+
+    p(episode) = (1 - mix) / n  +  mix * w(kind) / (sum over kinds of n_kind * w(kind)),
+    w(kind) = 1 - success(kind) + floor,
+
+so a kind the policy fails gets up to `mix` of the draws beyond its share, and a kind it solves keeps
+at least its share times (1 - mix). With every rate at 0 (the start) the draw is uniform. This is
+prioritized level replay (Jiang et al. 2021) over three groups of levels instead of single levels: a
+single episode is seen a few times per run, a kind thousands of times.
+
+Only `train-skill` uses it (`skill.episode_balance` in the skill's yaml; `mix: 0` is off, the default).
+Each env keeps its own rates (no traffic between workers) and draws with its own RNG, so a run stays
+deterministic per seed. Every episode's final info reports the env's current rates (`balance/<kind>`)
+so the run's metrics show the curriculum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.utils import seeding
+
+from configs.ranges import check_range
+from rearrange.generate import episode_receptacle_kind
+from rearrange.layout import cached_layout
+
+KINDS = ("surface", "fridge", "drawer")
+
+
+@dataclass(frozen=True)
+class EpisodeBalanceConfig:
+    """The `episode_balance` node of a skill config."""
+
+    mix: float = 0.0    # share of draws weighted by failure (0: uniform, off)
+    rate: float = 0.02  # running success per kind: new = (1 - rate) * old + rate * outcome
+    floor: float = 0.05  # weight kept by a kind whose rate reaches 1
+
+    @classmethod
+    def from_node(cls, node: Mapping[str, Any] | None) -> EpisodeBalanceConfig:
+        """Validated; ValueError naming the key and its valid range."""
+        node = dict(node or {})
+        unknown = sorted(set(node) - {"mix", "rate", "floor"})
+        if unknown:
+            raise ValueError(f"skill.episode_balance: unknown key '{unknown[0]}'; valid keys: mix, rate, floor")
+        mix = check_range("skill.episode_balance.mix", node.get("mix", 0.0), 0.0, 1.0)
+        rate = check_range("skill.episode_balance.rate", node.get("rate", 0.02), 0.0, 1.0, low_open=True)
+        floor = check_range("skill.episode_balance.floor", node.get("floor", 0.05), 0.0)
+        return cls(mix=mix, rate=rate, floor=floor)
+
+
+def episode_kinds(episodes: list[Any]) -> list[str | None]:
+    """The receptacle kind of each episode (None where it has none), from its layout alone."""
+    return [episode_receptacle_kind(ep, cached_layout(ep.layout_seed)) for ep in episodes]
+
+
+def draw_weights(kinds: list[str | None], success: Mapping[str, float], mix: float, floor: float) -> np.ndarray:
+    """p(episode) as the module docstring writes it; episodes without a kind count as solved."""
+    n = len(kinds)
+    w = np.array([(1.0 - success.get(k, 0.0) + floor) if k is not None else floor for k in kinds])
+    return (1.0 - mix) / n + mix * w / w.sum()
+
+
+class EpisodeBalanceEnv(gymnasium.Wrapper):
+    """A skill env (a `RearrangeEnv`, possibly inside `OracleStartEnv`) whose next episode is drawn by
+    `draw_weights` from the running success per receptacle kind of the episodes it has played."""
+
+    def __init__(self, env: gymnasium.Env, cfg: EpisodeBalanceConfig) -> None:
+        super().__init__(env)
+        self.cfg = cfg
+        self.kinds = episode_kinds(list(env.unwrapped.episodes))
+        self.success = {k: 0.0 for k in KINDS}
+        self._kind: str | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if not options or "episode_index" not in options:
+            base = self.env.unwrapped
+            if seed is not None:  # seed the env's RNG before it draws the episode, as its own reset would
+                base.np_random, _ = seeding.np_random(seed)
+            p = draw_weights(self.kinds, self.success, self.cfg.mix, self.cfg.floor)
+            options = {**(options or {}), "episode_index": int(base.np_random.choice(len(p), p=p))}
+        self._kind = self.kinds[int(options["episode_index"])]
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: np.ndarray):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            if self._kind is not None and not float(info.get("oracle_start", 0.0)) > 0.5:
+                old = self.success[self._kind]
+                self.success[self._kind] = old + self.cfg.rate * (float(info.get("success", 0.0)) - old)
+            info = {**info, **{f"balance/{k}": v for k, v in self.success.items()}}
+        return obs, reward, terminated, truncated, info
