@@ -1,12 +1,14 @@
 """Episodes drawn more often where the policy fails: a training curriculum over receptacle kinds.
 
 A skill's episodes act on three kinds of receptacle (`rearrange.generate.receptacle_kind`: open
-surfaces, fridge shelves, drawers) that a policy learns at different times. Pick's two-hour runs
-(checkpoints/pick.md runs 19-23) ended with fridge shelves at 4 to 31 of 35 val episodes from the same
-command: a draw that has not found the fridge by the middle of its first stage mostly never does, while
-surfaces and drawers are solved in every draw. This wrapper keeps, per kind, a running success rate of
+surfaces, fridge shelves, drawers) that a policy learns at different times. Two draws of pick's
+two-hour recipe (checkpoints/pick.md runs 22 and 23, one command) ended their first stage with 20 and 4
+of 35 val fridge-shelf episodes solved, and the later stages did not close the gap (31 and 22 at the
+end), while drawers were solved (23-24 of 24) in every draw. This wrapper keeps, per kind, a running success rate of
 the episodes it has seen end (ordinary starts only; an oracle start's success says nothing about the
-policy's own start) and draws the next episode from
+policy's own start; an exponential average with step `rate`, divided by 1 - (1 - rate)^count as Adam
+corrects its moments, so a kind seen a few times is not taken for a failed one) and draws the next
+episode from
 
     p(episode) = (1 - mix) / n  +  mix * w(kind) / (sum over kinds of n_kind * w(kind)),
     w(kind) = 1 - success(kind) + floor,
@@ -80,8 +82,14 @@ class EpisodeBalanceEnv(gymnasium.Wrapper):
         super().__init__(env)
         self.cfg = cfg
         self.kinds = episode_kinds(list(env.unwrapped.episodes))
-        self.success = {k: 0.0 for k in KINDS}
+        self.average = {k: 0.0 for k in KINDS}  # exponential average of the outcomes, from 0
+        self.seen = {k: 0 for k in KINDS}        # ended ordinary-start episodes per kind
         self._kind: str | None = None
+
+    @property
+    def success(self) -> dict[str, float]:
+        """The running success per kind, bias-corrected (0 for a kind not seen yet)."""
+        return {k: self.average[k] / (1.0 - (1.0 - self.cfg.rate) ** n) if n else 0.0 for k, n in self.seen.items()}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if not options or "episode_index" not in options:
@@ -97,7 +105,8 @@ class EpisodeBalanceEnv(gymnasium.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         if terminated or truncated:
             if self._kind is not None and not float(info.get("oracle_start", 0.0)) > 0.5:
-                old = self.success[self._kind]
-                self.success[self._kind] = old + self.cfg.rate * (float(info.get("success", 0.0)) - old)
+                old = self.average[self._kind]
+                self.average[self._kind] = old + self.cfg.rate * (float(info.get("success", 0.0)) - old)
+                self.seen[self._kind] += 1
             info = {**info, **{f"balance/{k}": v for k, v in self.success.items()}}
         return obs, reward, terminated, truncated, info

@@ -30,6 +30,12 @@ def _balanced_pick_env(mix: float, floor: float = 0.05) -> EpisodeBalanceEnv:
     return EpisodeBalanceEnv(env, EpisodeBalanceConfig(mix=mix, floor=floor))
 
 
+def _set_rates(env: EpisodeBalanceEnv, **rates: float) -> None:
+    """Rates as if each kind had been seen long enough for the bias correction to vanish."""
+    env.average.update(rates)
+    env.seen.update({k: 10**6 for k in rates})
+
+
 def test_the_episodes_kinds_come_from_their_layouts():
     kinds = Counter(episode_kinds(load_episodes(PICK_EPISODES)))
     assert kinds == {"surface": 80, "fridge": 70, "drawer": 50}  # the stage-1 set of pick's two-hour recipe
@@ -50,7 +56,7 @@ def test_draws_are_uniform_until_a_kind_is_scored_then_lean_to_the_failed_kind()
 def test_the_env_draws_only_the_failed_kind_when_mix_is_one_and_the_others_are_solved():
     env = _balanced_pick_env(mix=1.0, floor=0.0)
     try:
-        env.success.update(surface=1.0, drawer=1.0, fridge=0.0)
+        _set_rates(env, surface=1.0, drawer=1.0, fridge=0.0)
         env.reset(seed=3)
         drawn = [env.kinds[env.unwrapped.episodes.index(env.unwrapped.current_episode)]]
         for _ in range(11):
@@ -64,7 +70,7 @@ def test_the_env_draws_only_the_failed_kind_when_mix_is_one_and_the_others_are_s
 def test_an_ended_episode_moves_its_kinds_rate_and_reports_the_rates():
     env = _balanced_pick_env(mix=0.5)
     try:
-        env.success.update(surface=1.0, fridge=1.0, drawer=1.0)
+        _set_rates(env, surface=1.0, fridge=1.0, drawer=1.0)
         env.reset(seed=0)
         kind = env._kind
         env.unwrapped.task.max_steps = 2  # a failed episode after two steps (truncated)
@@ -74,6 +80,7 @@ def test_an_ended_episode_moves_its_kinds_rate_and_reports_the_rates():
         _, _, terminated, truncated, info = env.step(zero)
         assert truncated and info["success"] == 0.0
         assert env.success[kind] == pytest.approx(1.0 - env.cfg.rate)
+        assert env.seen[kind] == 10**6 + 1
         assert info[f"balance/{kind}"] == pytest.approx(1.0 - env.cfg.rate)
         assert all(env.success[k] == 1.0 for k in env.success if k != kind)
     finally:
@@ -92,13 +99,13 @@ def test_oracle_starts_do_not_count(tmp_path):
     env = make_skill_env(0, skill_cfg=cfg, sim_cfg=None, episodes_path=str(path))
     try:
         assert isinstance(env, EpisodeBalanceEnv)
-        env.success.update(surface=1.0, fridge=1.0, drawer=1.0)
+        _set_rates(env, surface=1.0, fridge=1.0, drawer=1.0)
         _, info = env.reset(seed=0)
         assert info["oracle_start"] == 1.0
         env.unwrapped.task.max_steps = info["num_steps"] + 1
         _, _, _, truncated, info = env.step(np.zeros(env.action_space.shape, dtype=np.float32))
         assert truncated and info["oracle_start"] == 1.0
-        assert env.success == {"surface": 1.0, "fridge": 1.0, "drawer": 1.0}
+        assert env.success == {"surface": 1.0, "fridge": 1.0, "drawer": 1.0} and set(env.seen.values()) == {10**6}
     finally:
         env.close()
 
@@ -107,7 +114,7 @@ def test_the_same_seed_draws_the_same_episodes():
     def sequence() -> list[int]:
         env = _balanced_pick_env(mix=0.8)
         try:
-            env.success.update(surface=0.9, fridge=0.1, drawer=0.5)
+            _set_rates(env, surface=0.9, fridge=0.1, drawer=0.5)
             env.reset(seed=7)
             out = [env.unwrapped.episodes.index(env.unwrapped.current_episode)]
             for _ in range(7):
@@ -128,6 +135,18 @@ def test_off_by_default_the_env_is_not_wrapped(tmp_path):
     env = make_skill_env(0, skill_cfg=load_skill_config("pick"), sim_cfg=None, episodes_path=str(path))
     assert isinstance(env, RearrangeEnv)
     env.close()
+
+
+def test_a_kind_seen_once_counts_its_outcome_not_the_averages_start():
+    """Without the bias correction one success would read as a rate of `rate` (0.02): a kind met rarely
+    (drawers in a short fine-tune) would look failed and be over-drawn for the whole run."""
+    env = _balanced_pick_env(mix=0.5)
+    try:
+        env.average["drawer"], env.seen["drawer"] = env.cfg.rate * 1.0, 1  # one success
+        env.average["fridge"], env.seen["fridge"] = 0.0, 1                  # one failure
+        assert env.success == {"surface": 0.0, "fridge": 0.0, "drawer": pytest.approx(1.0)}
+    finally:
+        env.close()
 
 
 @pytest.mark.parametrize("node, key", [({"mix": 1.5}, "mix"), ({"mix": "half"}, "mix"), ({"rate": 0}, "rate"),
