@@ -64,10 +64,10 @@ overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups)
   skill.oracle_start.prob=0.3       curriculum: that share of resets hand over part-way through the skill's
                                     oracle (skills/oracle_start.py; place trains with 0.5 by default)
   trainer.init_from=runs/place_dagger     fine-tune a policy imitated from the oracle (imitate-skill --help)
-  skill.episode_balance.mix=0.5     curriculum: half the draws weighted toward the receptacle kinds (surface,
-                                    fridge shelf, drawer) the policy fails most (skills/episode_balance.py)
   skill.oracle_start.max_prefix_steps=100   give up an oracle prefix that has not handed over by then
                                     (an ordinary start instead; for an oracle stuck without base movement)
+  skill.episode_balance.mix=0.5     curriculum: half the draws weighted toward the receptacle kinds (surface,
+                                    fridge shelf, drawer) the policy fails most (skills/episode_balance.py)
   skill.start_grasp.max_arm_offset=0.5 skill.start_grasp.max_tilt=0.6
                                     place: varied in-hand starts, as a real pick leaves them (training only)
   'skill.critic_obs_keys=[obj_start_sensor]'   sensors only the critic reads (an asymmetric actor-critic,
