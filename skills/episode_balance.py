@@ -26,7 +26,7 @@ so the run's metrics show the curriculum.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ import numpy as np
 from gymnasium.utils import seeding
 
 from configs.ranges import check_range
+from rearrange.episodes import Episode
 from rearrange.generate import episode_receptacle_kind
 from rearrange.layout import cached_layout
 
@@ -62,12 +63,12 @@ class EpisodeBalanceConfig:
         return cls(mix=mix, rate=rate, floor=floor)
 
 
-def episode_kinds(episodes: list[Any]) -> list[str | None]:
+def episode_kinds(episodes: Sequence[Episode]) -> list[str | None]:
     """The receptacle kind of each episode (None where it has none), from its layout alone."""
     return [episode_receptacle_kind(ep, cached_layout(ep.layout_seed)) for ep in episodes]
 
 
-def draw_weights(kinds: list[str | None], success: Mapping[str, float], mix: float, floor: float) -> np.ndarray:
+def draw_weights(kinds: Sequence[str | None], success: Mapping[str, float], mix: float, floor: float) -> np.ndarray:
     """p(episode) as the module docstring writes it; episodes without a kind count as solved."""
     n = len(kinds)
     w = np.array([(1.0 - success.get(k, 0.0) + floor) if k is not None else floor for k in kinds])
@@ -81,7 +82,7 @@ class EpisodeBalanceEnv(gymnasium.Wrapper):
     def __init__(self, env: gymnasium.Env, cfg: EpisodeBalanceConfig) -> None:
         super().__init__(env)
         self.cfg = cfg
-        self.kinds = episode_kinds(list(env.unwrapped.episodes))
+        self.kinds = episode_kinds(env.unwrapped.episodes)
         self.average = {k: 0.0 for k in KINDS}  # exponential average of the outcomes, from 0
         self.seen = {k: 0 for k in KINDS}        # ended ordinary-start episodes per kind
         self._kind: str | None = None

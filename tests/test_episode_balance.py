@@ -12,7 +12,7 @@ import pytest
 from cli_errors import one_line_exit_2
 
 from rearrange.env import RearrangeEnv
-from rearrange.episodes import load_episodes
+from rearrange.episodes import load_episodes, save_episodes
 from rearrange.tasks.skill_tasks import load_skill_config, make_skill_task
 from skills.episode_balance import EpisodeBalanceConfig, EpisodeBalanceEnv, draw_weights, episode_kinds
 from skills.train_cli import main as train_skill_main
@@ -89,8 +89,6 @@ def test_an_ended_episode_moves_its_kinds_rate_and_reports_the_rates():
 
 def test_oracle_starts_do_not_count(tmp_path):
     """An episode begun by the oracle (skills/oracle_start.py) says nothing about the policy's own start."""
-    from rearrange.episodes import save_episodes
-
     path = tmp_path / "eps.json.gz"
     save_episodes(path, _pick_episodes(6), kind="pick", split="train")
     cfg = load_skill_config("pick")
@@ -128,8 +126,6 @@ def test_the_same_seed_draws_the_same_episodes():
 
 
 def test_off_by_default_the_env_is_not_wrapped(tmp_path):
-    from rearrange.episodes import save_episodes
-
     path = tmp_path / "eps.json.gz"
     save_episodes(path, _pick_episodes(2), kind="pick", split="train")
     env = make_skill_env(0, skill_cfg=load_skill_config("pick"), sim_cfg=None, episodes_path=str(path))
