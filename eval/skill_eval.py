@@ -173,9 +173,52 @@ def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarr
             "receptacle": group, "measures": measures, "floor_drops": len(floor.drops)}
 
 
-def breakdown(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Counts of how episodes ended, successes / episodes per target receptacle group, and the objects that
-    fell to the floor (in how many episodes)."""
+# per skill, the distance measure that tells how far a timed-out episode got, with the object held and without
+# (pick: the gripper to the object, then held, to its resting pose; place: the object to its goal either way)
+TIMEOUT_DISTANCES = {"pick": ("ee_to_rest_dist", "ee_to_object_dist"),
+                     "place": ("object_to_goal_dist", "object_to_goal_dist")}
+
+
+def timeout_breakdown(rows: Sequence[Mapping[str, Any]], skill: str) -> dict[str, Any]:
+    """The timed-out episodes split by whether the object was held at the end: per group its count, how many
+    ended with the base's last motion stalled against furniture or a wall (`base_collided`, the pattern of a
+    base that cannot get round an obstacle), and (pick, place) the median and range of `TIMEOUT_DISTANCES`'
+    measure. Empty when no episode timed out."""
+    groups: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r["end"] != "timeout":
+            continue
+        m = r["measures"]
+        held = float(m.get("is_holding", 0.0)) > 0.5
+        g = groups.setdefault("holding" if held else "not holding", {"episodes": 0, "collided": 0, "dists": []})
+        g["episodes"] += 1
+        g["collided"] += int(float(m.get("base_collided", 0.0)) > 0.5)
+        if skill in TIMEOUT_DISTANCES and (key := TIMEOUT_DISTANCES[skill][0 if held else 1]) in m:
+            g["dists"].append(float(m[key]))
+    out = {}
+    for name, g in sorted(groups.items()):
+        entry: dict[str, Any] = {"episodes": g["episodes"], "base_blocked_at_end": g["collided"]}
+        if g["dists"]:
+            entry.update(measure=TIMEOUT_DISTANCES[skill][0 if name == "holding" else 1],
+                         median=float(np.median(g["dists"])), min=min(g["dists"]), max=max(g["dists"]))
+        out[name] = entry
+    return out
+
+
+def timeout_line(timeouts: Mapping[str, Mapping[str, Any]]) -> str:
+    """One line for the console, e.g. `timeouts: holding 3 (object_to_goal_dist median 0.46 m, 0.21-1.29;
+    base blocked at the end in 3), not holding 2 (...)`."""
+    parts = []
+    for name, g in timeouts.items():
+        detail = [f"{g['measure']} median {g['median']:.2f} m, {g['min']:.2f}-{g['max']:.2f}"] if "measure" in g else []
+        detail.append(f"base blocked at the end in {g['base_blocked_at_end']}")
+        parts.append(f"{name} {g['episodes']} ({'; '.join(detail)})")
+    return "timeouts: " + ", ".join(parts)
+
+
+def breakdown(rows: Sequence[Mapping[str, Any]], skill: str = "") -> dict[str, Any]:
+    """Counts of how episodes ended, successes / episodes per target receptacle group, the objects that
+    fell to the floor (in how many episodes), and the timeouts by what was held (`timeout_breakdown`)."""
     ends: dict[str, int] = {}
     groups: dict[str, list[int]] = {}
     for r in rows:
@@ -187,7 +230,8 @@ def breakdown(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     drops = [int(r.get("floor_drops", 0)) for r in rows]
     return {"floor_drops": {"objects": sum(drops), "episodes": sum(d > 0 for d in drops)},
             "ends": dict(sorted(ends.items(), key=lambda kv: -kv[1])),
-            "by_receptacle": {k: {"success": v[0], "episodes": v[1]} for k, v in sorted(groups.items())}}
+            "by_receptacle": {k: {"success": v[0], "episodes": v[1]} for k, v in sorted(groups.items())},
+            "timeouts": timeout_breakdown(rows, skill)}
 
 
 def summarize(rows: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -319,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from eval.metrics import write_json_atomic
 
     summary = summarize(rows, ev)
-    parts = breakdown(rows)
+    parts = breakdown(rows, args.skill)
     result = {"skill": args.skill, "agent": agent.name, "checkpoint": args.checkpoint, "split": split,
               "seed": seed, "episodes_file": args.episodes_file, **summary, **parts, "episodes": rows}
     write_json_atomic(out, result)
@@ -333,6 +377,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if parts["by_receptacle"]:
         print("  by target receptacle: " + ", ".join(
             f"{k} {v['success']}/{v['episodes']}" for k, v in parts["by_receptacle"].items()))
+    if parts["timeouts"]:
+        print("  " + timeout_line(parts["timeouts"]))
 
 
 @dataclass

@@ -4,11 +4,14 @@ HAB env those tests run them in."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from eval.oracle_controllers import OracleSkills
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 
 class Idle:
@@ -18,10 +21,10 @@ class Idle:
     def __init__(self, skill: Any) -> None:
         self.skill = skill
 
-    def start(self, sim: Any, target: Any, retry: bool = False) -> None:
+    def start(self, sim: RearrangeSim, target: Any, retry: bool = False) -> None:
         pass
 
-    def act(self, sim: Any, obs: Any) -> np.ndarray:
+    def act(self, sim: RearrangeSim, obs: Any) -> np.ndarray:
         action = np.zeros(11)
         action[7] = -1.0  # grip < 0: release
         return action

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rearrange.arm_ik import delta_per_step, dls_solve
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 SIM_CFG = {"camera": {"head": {"width": 32, "height": 32}}}
 _ENVS: dict[tuple[str, str, str, float], Any] = {}
@@ -66,13 +69,13 @@ def action(env: Any, arm: Any = None, grip: float | None = None, base: Any = Non
     return np.concatenate([np.asarray(parts[s], dtype=np.float64) for s in env.task.action_subsets])
 
 
-def arm_toward(sim: Any, point: Any, step: float = 0.02) -> np.ndarray:
+def arm_toward(sim: RearrangeSim, point: Any, step: float = 0.02) -> np.ndarray:
     """Arm action moving the ee `step` m toward `point` (damped least squares on the ee Jacobian)."""
     d = np.asarray(point) - sim.ee_pos
     dq = dls_solve(sim.ee_jacobian(), d / max(np.linalg.norm(d), 1e-9) * step, damping=0.01)
     return np.clip(dq / delta_per_step(sim), -1.0, 1.0)
 
 
-def arm_to_rest(sim: Any) -> np.ndarray:
+def arm_to_rest(sim: RearrangeSim) -> np.ndarray:
     """Arm action moving the joints toward rest at full speed."""
     return np.clip((sim.REST_ARM_QPOS - sim.arm_qpos) / delta_per_step(sim), -1.0, 1.0)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from rearrange.sim import RearrangeSim
 
 REST_OUT_OF_VIEW = [1.5, 1.4, 0.0, 1.6, 0.0, 1.5, 0.0]  # arm folded away from the head camera's view
 
 
-def put_at_suction_cup(sim: Any, name: str) -> None:
+def put_at_suction_cup(sim: RearrangeSim, name: str) -> None:
     """Teleport object `name` so that it touches the suction cup (not grasped yet)."""
     art = {n: sim.art_q(n) for n in sim.art_names}
     poses = {n: (sim.object_pos(n), sim.object_quat(n)) for n in sim.object_names}
@@ -18,7 +21,7 @@ def put_at_suction_cup(sim: Any, name: str) -> None:
     sim.reset_state(poses, art, sim.base_xy, sim.base_yaw, arm_qpos=sim.arm_qpos, grasped=None)
 
 
-def face_south_wall(sim: Any, dist: float, yaw_offset: float = 0.0) -> float:
+def face_south_wall(sim: RearrangeSim, dist: float, yaw_offset: float = 0.0) -> float:
     """Put the base centre `dist` metres from the inner face of the dining room's south wall, facing it
     (turned by `yaw_offset`), with free floor for 1 m behind it and the arm folded out of view; returns the
     wall face's y."""

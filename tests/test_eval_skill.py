@@ -41,6 +41,29 @@ def test_results_file_is_well_formed(tmp_path):
     assert res["by_receptacle"]["drawer"]["episodes"] == 2
 
 
+def test_timeouts_split_by_what_was_held():
+    """eval-skill's timeout breakdown: only timed-out episodes count, split by the object held at the end, with
+    the skill's distance (pick: to the resting pose when held, to the object when not), the episodes whose base
+    ended blocked, and one console line; no timeouts, no entry."""
+    from eval.skill_eval import breakdown, timeout_breakdown, timeout_line
+
+    def row(end: str, holding: float, blocked: float, rest: float, obj: float) -> dict:
+        return {"end": end, "success": end == "success", "receptacle": "surface", "measures": {
+            "is_holding": holding, "base_collided": blocked, "ee_to_rest_dist": rest, "ee_to_object_dist": obj}}
+
+    rows = [row("timeout", 0.0, 1.0, 0.5, 0.9), row("timeout", 0.0, 0.0, 0.5, 0.3), row("timeout", 1.0, 1.0, 0.33, 0.05),
+            row("success", 1.0, 0.0, 0.1, 0.0), row("force_terminate", 0.0, 1.0, 0.5, 2.0)]
+    t = timeout_breakdown(rows, "pick")
+    assert t["not holding"] == {"episodes": 2, "base_blocked_at_end": 1, "measure": "ee_to_object_dist",
+                                "median": 0.6, "min": 0.3, "max": 0.9}
+    assert t["holding"]["episodes"] == 1 and t["holding"]["measure"] == "ee_to_rest_dist"
+    assert t["holding"]["median"] == 0.33
+    assert timeout_line(t).startswith("timeouts: holding 1 (ee_to_rest_dist median 0.33 m")
+    assert "not holding 2 (ee_to_object_dist median 0.60 m, 0.30-0.90; base blocked at the end in 1)" in timeout_line(t)
+    assert "measure" not in timeout_breakdown(rows, "nav")["holding"]  # no distance for a skill without one
+    assert breakdown(rows[3:], "pick")["timeouts"] == {}
+
+
 def test_end_reasons_and_receptacle_groups(tmp_path, capsys):
     """Pick with the oracle on 6 val episodes: successes are 'success', a run that reaches the step limit
     is 'timeout', and successes per receptacle group add up to the episodes' successes."""
