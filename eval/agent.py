@@ -126,7 +126,8 @@ class HabAgent:
                  reset_arm_stall_steps: int = 0, reset_arm_lift_first: bool = False,
                  retry_backoff_forward: bool = False, nav_unstick_steps: int = 0,
                  nav_unstick_distance: float = 0.5, release_settle_steps: int = 0,
-                 release_settle_speed: float = 0.1, pick_push_guard: float = 0.0) -> None:
+                 release_settle_speed: float = 0.1, pick_push_guard: float = 0.0,
+                 unstick_skills: Sequence[str] = ("nav",)) -> None:
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
         if mode not in AGENT_MODES:
@@ -150,6 +151,7 @@ class HabAgent:
         self.retry_backoff_forward = bool(retry_backoff_forward)
         self.nav_unstick_steps = int(nav_unstick_steps) if mode == "replan" else 0  # fixed: habitat's nav as is
         self.nav_unstick_distance = float(nav_unstick_distance)
+        self.unstick_skills = tuple(unstick_skills)  # the skills whose wedged base is driven out (nav_unstick_steps)
         self.release_gate = ReleaseGate(release_guard, release_settle_steps, release_settle_speed) \
             if mode == "replan" else ReleaseGate()  # fixed: habitat's release, as the policy commands it
         self.push_guard = PushGuard(pick_push_guard if mode == "replan" else 0.0)
@@ -287,7 +289,8 @@ class HabAgent:
         monitor.reset(obs)
         record = SkillRun(label=label, skill=call.skill, steps=0, outcome="timeout", effects_hold=False)
         run.skill_runs.append(record)
-        watch = WedgeWatch(self.nav_unstick_steps) if call.skill == "nav" and self.nav_unstick_steps > 0 else None
+        watch = WedgeWatch(self.nav_unstick_steps) \
+            if call.skill in self.unstick_skills and self.nav_unstick_steps > 0 else None
         gate = self.release_gate if call.skill == "place" and self.release_gate.active else None
         if gate is not None:
             gate.start(sim, call.target.object, call.target.goal_pos)

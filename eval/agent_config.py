@@ -55,7 +55,7 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     for key in ("deterministic", "sample_retries", "reset_arm_lift_first", "retry_backoff_forward"):
         if not isinstance(agent_cfg.get(key, False), bool):
             raise ConfigError(f"agent.{key} must be true or false; got {agent_cfg.get(key)!r}")
-    for key in ("oracle_skills", "sampled_skills"):
+    for key in ("oracle_skills", "sampled_skills", "unstick_skills"):
         names = agent_cfg.get(key, ())
         if isinstance(names, str) or not isinstance(names, Sequence):
             raise ConfigError(f"agent.{key} must be a list of skills; got {names!r}")
@@ -118,6 +118,7 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
                     retry_backoff_forward=bool(agent_cfg.get("retry_backoff_forward", False)),
                     nav_unstick_steps=int(agent_cfg.get("nav_unstick_steps", 0)),
                     nav_unstick_distance=float(agent_cfg.get("nav_unstick_distance", 0.5)),
+                    unstick_skills=tuple(agent_cfg.get("unstick_skills", ("nav",))),
                     release_guard=float(agent_cfg.get("release_guard", 0.0)),
                     release_settle_steps=int(agent_cfg.get("release_settle_steps", 0)),
                     release_settle_speed=float(agent_cfg.get("release_settle_speed", 0.1)),

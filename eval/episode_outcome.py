@@ -22,7 +22,7 @@ class SkillRun:
     outcome: str  # "done" | "timeout" | "episode_end" | "stalled" (a reset_arm blocked) | "pushed" (a pick)
     effects_hold: bool
     blocked_releases: int = 0  # steps whose release the agent turned into a hold (`agent.release_guard`)
-    unsticks: int = 0  # drives that freed a wedged nav during this call (`agent.nav_unstick_steps`)
+    unsticks: int = 0  # drives that freed a wedged base during this call (`agent.nav_unstick_steps`, `unstick_skills`)
     settles: int = 0  # steps whose release the agent put off while the object moved (`agent.release_settle_steps`)
 
 

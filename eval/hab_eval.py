@@ -365,7 +365,7 @@ def skill_call_summary(outcomes: Sequence[Any]) -> dict[str, dict[str, Any]]:
                 part["succeeded"] += 1
             else:
                 part["failed_by"][run.outcome] = part["failed_by"].get(run.outcome, 0) + 1
-            if run.unsticks:  # a nav the agent drove out of a wedge (`agent.nav_unstick_steps`)
+            if run.unsticks:  # a call the agent drove out of a wedge (`agent.nav_unstick_steps`, `unstick_skills`)
                 unstuck = part.setdefault("unstuck", {"calls": 0, "succeeded": 0, "drives": 0})
                 unstuck["calls"] += 1
                 unstuck["succeeded"] += int(run.effects_hold)
@@ -417,10 +417,11 @@ def print_summary(result: Mapping[str, Any], out_dir: Path) -> None:
         print("skill calls succeeded (first try; repeated): " + ", ".join(
             f"{name} {c['first']['succeeded']}/{c['first']['calls']}; {c['retry']['succeeded']}/{c['retry']['calls']}"
             for name, c in calls.items()))
-    unstuck = [part["unstuck"] for part in (calls.get("nav") or {}).values() if "unstuck" in part]
-    if unstuck:
-        print(f"nav calls driven out of a wedge (agent.nav_unstick_steps): {sum(u['calls'] for u in unstuck)}, "
-              f"{sum(u['succeeded'] for u in unstuck)} of them succeeded")
+    for name, c in calls.items():  # agent.unstick_skills
+        unstuck = [part["unstuck"] for part in c.values() if "unstuck" in part]
+        if unstuck:
+            print(f"{name} calls driven out of a wedge (agent.nav_unstick_steps): {sum(u['calls'] for u in unstuck)}, "
+                  f"{sum(u['succeeded'] for u in unstuck)} of them succeeded")
     floor = result.get("floor_drops") or {}
     if floor.get("objects"):
         print(f"targets fallen to the floor (a pick seldom gets them back): {floor['objects']} in {floor['episodes']} episodes "

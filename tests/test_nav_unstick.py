@@ -1,5 +1,6 @@
 """eval-hab's nav unstick (`agent.nav_unstick_steps`): a nav that pins its base against furniture is driven
-out of the wedge inside the same call, its steps counted towards nav's timeout, then goes on as a retry."""
+out of the wedge inside the same call, its steps counted towards nav's timeout, then goes on as a retry; the
+skills watched are `agent.unstick_skills` (nav by default; pick and place on request)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,38 @@ def test_a_nav_wedged_in_reverse_is_driven_out_within_its_timeout(unstick_steps)
     assert float(np.linalg.norm(after - wedged)) > 0.15 and float(np.dot(after - wedged, heading)) > 0.05
 
 
+class _Pusher(_Reverser):
+    """A pick that drives its base forward on every step (into the receptacle nav stopped facing)."""
+
+    def act(self, sim, obs):
+        action = super().act(sim, obs)
+        action[8] = 1.0
+        return action
+
+
+@pytest.mark.parametrize("skills", [("nav",), ("nav", "pick")])
+def test_a_pick_pushing_into_furniture_is_driven_out_only_when_watched(skills):
+    env = hab_env("tidy_house", 700)
+    pushers: list[_Pusher] = []
+
+    def replace(oracle):
+        pushers.append(_Pusher(oracle.skill))
+        return pushers[-1]
+
+    try:
+        agent = HabAgent("oracle", FirstCallReplaced("pick", replace), max_replans=0, nav_unstick_steps=10,
+                         unstick_skills=skills)
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    pick = next(r for r in out.skill_runs if r.skill == "pick")
+    assert pick.outcome == "timeout" and not pick.effects_hold
+    if "pick" not in skills:
+        assert pick.unsticks == 0 and len(pushers[0].starts) == 1
+        return
+    assert pick.unsticks >= 1 and [retry for retry, _ in pushers[0].starts][:2] == [False, True]
+
+
 class _Sim:
     def __init__(self):
         self.base_xy = np.zeros(2)
@@ -109,3 +142,8 @@ def test_nav_unstick_settings_are_validated_and_reach_the_agent():
     assert (agent.nav_unstick_steps, agent.nav_unstick_distance) == (15, 0.3)
     fixed = make_agent("oracle", {**plain["agent"], "mode": "fixed"})
     assert fixed.nav_unstick_steps == 0  # habitat's fixed plan runs nav as it is
+    assert agent.unstick_skills == ("nav",)  # the default
+    watched = to_plain(compose("eval_hab", ["agent.unstick_skills=[nav,pick,place]"]))
+    assert make_agent("oracle", watched["agent"]).unstick_skills == ("nav", "pick", "place")
+    with pytest.raises(ConfigError, match="unknown agent.unstick_skills entry 'fly'; valid choices: pick, place"):
+        check_agent_config({**cfg, "unstick_skills": ["fly"]})
