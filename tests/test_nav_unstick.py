@@ -37,20 +37,27 @@ class _Reverser(Idle):
         return action
 
 
-def _run_first_nav(unstick_steps: int) -> tuple[object, _Reverser]:
-    env = hab_env("tidy_house", 600)
-    reversers: list[_Reverser] = []
+def _run_replaced(skill: str, double: type, unstick_steps: int, max_steps: int,
+                  unstick_skills: tuple[str, ...] = ("nav",)) -> tuple[object, _Reverser]:
+    """A Tidy House episode whose first `skill` call is played by `double`; (that call's record, the double)."""
+    env = hab_env("tidy_house", max_steps)
+    doubles: list[_Reverser] = []
 
     def replace(oracle):
-        reversers.append(_Reverser(oracle.skill))
-        return reversers[-1]
+        doubles.append(double(oracle.skill))
+        return doubles[-1]
 
     try:
-        agent = HabAgent("oracle", FirstCallReplaced("nav", replace), max_replans=0, nav_unstick_steps=unstick_steps)
+        agent = HabAgent("oracle", FirstCallReplaced(skill, replace), max_replans=0, nav_unstick_steps=unstick_steps,
+                         unstick_skills=unstick_skills)
         out = agent.run_episode(env, 0)
     finally:
         env.close()
-    return out.skill_runs[0], reversers[0]
+    return next(r for r in out.skill_runs if r.skill == skill), doubles[0]
+
+
+def _run_first_nav(unstick_steps: int) -> tuple[object, _Reverser]:
+    return _run_replaced("nav", _Reverser, unstick_steps, 600)
 
 
 @pytest.mark.parametrize("unstick_steps", [0, 10])
@@ -83,25 +90,12 @@ class _Pusher(_Reverser):
 
 @pytest.mark.parametrize("skills", [("nav",), ("nav", "pick")])
 def test_a_pick_pushing_into_furniture_is_driven_out_only_when_watched(skills):
-    env = hab_env("tidy_house", 700)
-    pushers: list[_Pusher] = []
-
-    def replace(oracle):
-        pushers.append(_Pusher(oracle.skill))
-        return pushers[-1]
-
-    try:
-        agent = HabAgent("oracle", FirstCallReplaced("pick", replace), max_replans=0, nav_unstick_steps=10,
-                         unstick_skills=skills)
-        out = agent.run_episode(env, 0)
-    finally:
-        env.close()
-    pick = next(r for r in out.skill_runs if r.skill == "pick")
+    pick, pusher = _run_replaced("pick", _Pusher, 10, 700, unstick_skills=skills)
     assert pick.outcome == "timeout" and not pick.effects_hold
     if "pick" not in skills:
-        assert pick.unsticks == 0 and len(pushers[0].starts) == 1
+        assert pick.unsticks == 0 and len(pusher.starts) == 1
         return
-    assert pick.unsticks >= 1 and [retry for retry, _ in pushers[0].starts][:2] == [False, True]
+    assert pick.unsticks >= 1 and [retry for retry, _ in pusher.starts][:2] == [False, True]
 
 
 class _Sim:
