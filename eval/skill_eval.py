@@ -184,24 +184,28 @@ def timeout_breakdown(rows: Sequence[Mapping[str, Any]], skill: str) -> dict[str
     ended with the base's last motion stalled against furniture or a wall (`base_collided`, the pattern of a
     base that cannot get round an obstacle), and (pick, place) the median and range of `TIMEOUT_DISTANCES`'
     measure. Empty when no episode timed out."""
+    held_key, free_key = TIMEOUT_DISTANCES.get(skill, (None, None))
     groups: dict[str, dict[str, Any]] = {}
     for r in rows:
         if r["end"] != "timeout":
             continue
         m = r["measures"]
         held = float(m.get("is_holding", 0.0)) > 0.5
-        g = groups.setdefault("holding" if held else "not holding", {"episodes": 0, "collided": 0, "dists": []})
+        key = held_key if held else free_key
+        g = groups.setdefault("holding" if held else "not holding",
+                              {"episodes": 0, "base_blocked_at_end": 0, "measure": key, "dists": []})
         g["episodes"] += 1
-        g["collided"] += int(float(m.get("base_collided", 0.0)) > 0.5)
-        if skill in TIMEOUT_DISTANCES and (key := TIMEOUT_DISTANCES[skill][0 if held else 1]) in m:
+        g["base_blocked_at_end"] += int(float(m.get("base_collided", 0.0)) > 0.5)
+        if key in m:
             g["dists"].append(float(m[key]))
     out = {}
     for name, g in sorted(groups.items()):
-        entry: dict[str, Any] = {"episodes": g["episodes"], "base_blocked_at_end": g["collided"]}
-        if g["dists"]:
-            entry.update(measure=TIMEOUT_DISTANCES[skill][0 if name == "holding" else 1],
-                         median=float(np.median(g["dists"])), min=min(g["dists"]), max=max(g["dists"]))
-        out[name] = entry
+        dists = g.pop("dists")
+        if not dists:
+            del g["measure"]
+        else:
+            g.update(median=float(np.median(dists)), min=min(dists), max=max(dists))
+        out[name] = g
     return out
 
 
