@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.agent_config import AGENT_MODES, AGENT_TYPES, RESET_ARM_CHOICES
+from eval.agent_config import AGENT_MODES, AGENT_TYPES, RESET_ARM_CHOICES, AgentSettings
 from eval.agent_motions import (
     RESET_ARM_TOLERANCE,
     StepFn,
@@ -116,45 +116,29 @@ StepObserver = Callable[[Any, Mapping[str, float], str], None]
 
 
 class HabAgent:
-    """Planner + skills. `skills(name)` gives the controller of a skill (oracle or learned)."""
+    """Planner + skills. `skills(name)` gives the controller of a skill (oracle or learned); `settings` how
+    the plan is run (default: the plain agent, no re-plans; `make_agent` reads configs/eval_hab.yaml's)."""
 
-    def __init__(self, agent_type: str, skills: Callable[[str], SkillController], max_replans: int,
-                 planner_cfg: Mapping[str, Any] | None = None, renavigate: bool = False,
-                 settle_steps: int = 0, mode: str = "replan",
-                 fixed_renavigate_after: Sequence[str] = ("open_cab",), reset_arm: str = "never",
-                 reset_arm_max_steps: int = 50, retry_backoff: float = 0.0, release_guard: float = 0.0,
-                 reset_arm_stall_steps: int = 0, reset_arm_lift_first: bool = False,
-                 retry_backoff_forward: bool = False, nav_unstick_steps: int = 0,
-                 nav_unstick_distance: float = 0.5, release_settle_steps: int = 0,
-                 release_settle_speed: float = 0.1, pick_push_guard: float = 0.0,
-                 unstick_skills: Sequence[str] = ("nav",)) -> None:
+    def __init__(self, agent_type: str, skills: Callable[[str], SkillController],
+                 settings: AgentSettings | None = None, planner_cfg: Mapping[str, Any] | None = None) -> None:
+        s = AgentSettings() if settings is None else settings
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
-        if mode not in AGENT_MODES:
-            raise ValueError(f"unknown agent.mode '{mode}'; valid choices: {', '.join(AGENT_MODES)}")
+        if s.mode not in AGENT_MODES:
+            raise ValueError(f"unknown agent.mode '{s.mode}'; valid choices: {', '.join(AGENT_MODES)}")
+        if s.reset_arm not in RESET_ARM_CHOICES:
+            raise ValueError(f"unknown agent.reset_arm '{s.reset_arm}'; "
+                             f"valid choices: {', '.join(RESET_ARM_CHOICES)}")
         self.agent_type = agent_type
         self.skills = skills
-        self.max_replans = int(max_replans)
+        self.settings = s
         self.planner_cfg = load_planner_cfg() if planner_cfg is None else planner_cfg
         self.use_nav = agent_type != "tp-srl-nonav"
-        self.renavigate = bool(renavigate)
-        self.settle_steps = int(settle_steps)
-        self.mode = mode
-        self.fixed_renavigate_after = tuple(fixed_renavigate_after)
-        if reset_arm not in RESET_ARM_CHOICES:
-            raise ValueError(f"unknown agent.reset_arm '{reset_arm}'; valid choices: {', '.join(RESET_ARM_CHOICES)}")
-        self.reset_arm = reset_arm
-        self.reset_arm_max_steps = int(reset_arm_max_steps)
-        self.reset_arm_stall_steps = int(reset_arm_stall_steps)
-        self.reset_arm_lift_first = bool(reset_arm_lift_first)
-        self.retry_backoff = float(retry_backoff)
-        self.retry_backoff_forward = bool(retry_backoff_forward)
-        self.nav_unstick_steps = int(nav_unstick_steps) if mode == "replan" else 0  # fixed: habitat's nav as is
-        self.nav_unstick_distance = float(nav_unstick_distance)
-        self.unstick_skills = tuple(unstick_skills)  # the skills whose wedged base is driven out (nav_unstick_steps)
-        self.release_gate = ReleaseGate(release_guard, release_settle_steps, release_settle_speed) \
-            if mode == "replan" else ReleaseGate()  # fixed: habitat's release, as the policy commands it
-        self.push_guard = PushGuard(pick_push_guard if mode == "replan" else 0.0)
+        replan_mode = s.mode == "replan"  # fixed mode: habitat's skills as they are, no guard or scripted motion
+        self.nav_unstick_steps = s.nav_unstick_steps if replan_mode else 0
+        self.release_gate = ReleaseGate(s.release_guard, s.release_settle_steps, s.release_settle_speed) \
+            if replan_mode else ReleaseGate()
+        self.push_guard = PushGuard(s.pick_push_guard if replan_mode else 0.0)
         # called as `on_skill_start(env, call, retry)` just before a skill call's first step (after its
         # arm reset and back-off), e.g. to save the states a skill starts from (eval/skill_starts.py)
         self.on_skill_start: Callable[[Any, SkillCall, bool], None] | None = None
@@ -175,13 +159,13 @@ class HabAgent:
         except PlanningError:
             run.end_reason, run.failed = "planner", ("planner", "planner")
             return self._finish(env, run, observer, call_stop=True)
-        if self.mode == "fixed":
+        if self.settings.mode == "fixed":
             return self._run_fixed(env, run, planner, plan, observer)
         believed = planner.init
         queue: deque[GroundAction] = deque(plan)
         while True:
             if not queue:
-                if self.settle_steps > 0 and self._wait(env, run, observer, self.settle_steps):
+                if self.settings.settle_steps > 0 and self._wait(env, run, observer, self.settings.settle_steps):
                     return self._finish(env, run, observer, call_stop=False)
                 observed = task.symbolic_state(env.sim)
                 if problem.goal <= observed:
@@ -214,7 +198,7 @@ class HabAgent:
         """Fixed mode: every step of the initial plan in order, then the wait and the stop; effects
         are checked for the record only (the module docstring)."""
         task = env.task
-        steps = fixed_steps(planner, renavigate_after(plan, self.fixed_renavigate_after),
+        steps = fixed_steps(planner, renavigate_after(plan, self.settings.fixed_renavigate_after),
                             unchecked=UNCHECKED_EFFECTS)
         for step in steps:
             call = ground_action(step.action, task.problem, SymbolicInputs.from_sim(env.sim))
@@ -226,7 +210,7 @@ class HabAgent:
             run.skill_runs[-1].effects_hold = holds
             if not holds and run.first_failure is None:
                 run.first_failure = (call.skill, call_label(call))
-        if self.settle_steps > 0 and self._wait(env, run, observer, self.settle_steps):
+        if self.settings.settle_steps > 0 and self._wait(env, run, observer, self.settings.settle_steps):
             return self._finish(env, run, observer, call_stop=False)
         return self._finish(env, run, observer, call_stop=True)
 
@@ -236,11 +220,11 @@ class HabAgent:
                 failed: tuple[str, str]) -> bool:
         """Re-plan from `observed` into `queue`; False when the budget is spent or no plan exists."""
         run.failed = failed
-        if run.replans >= self.max_replans:
+        if run.replans >= self.settings.max_replans:
             run.end_reason = "replans_exhausted"
             return False
         run.replans += 1
-        if self.renavigate:  # approach again before retrying: the robot is "at" nothing
+        if self.settings.renavigate:  # approach again before retrying: the robot is "at" nothing
             observed = without_robot_at(observed)
         try:
             new_plan = replan(planner, observed)
@@ -253,7 +237,7 @@ class HabAgent:
 
     def _replanned_state(self, planner: Any, observed: frozenset) -> frozenset:
         """The state a re-plan started from (what the agent believes after re-planning)."""
-        if self.renavigate:
+        if self.settings.renavigate:
             observed = without_robot_at(observed)
         return planner.check_state(observed) | planner.static_facts
 
@@ -290,7 +274,7 @@ class HabAgent:
         record = SkillRun(label=label, skill=call.skill, steps=0, outcome="timeout", effects_hold=False)
         run.skill_runs.append(record)
         watch = WedgeWatch(self.nav_unstick_steps) \
-            if call.skill in self.unstick_skills and self.nav_unstick_steps > 0 else None
+            if call.skill in self.settings.unstick_skills and self.nav_unstick_steps > 0 else None
         gate = self.release_gate if call.skill == "place" and self.release_gate.active else None
         if gate is not None:
             gate.start(sim, call.target.object, call.target.goal_pos)
@@ -321,8 +305,8 @@ class HabAgent:
                 # timeout, which also cuts the drive short), then the policy goes on as on a retry (sampled
                 # with `sample_retries`)
                 before = record.steps
-                if drive_straight(sim, self._stepper(env, run, record, observer), away, self.nav_unstick_distance,
-                                  slide=True, step_limit=monitor.steps_left):
+                if drive_straight(sim, self._stepper(env, run, record, observer), away,
+                                  self.settings.nav_unstick_distance, slide=True, step_limit=monitor.steps_left):
                     return True
                 record.unsticks += 1
                 if monitor.spend(record.steps - before):
@@ -334,9 +318,9 @@ class HabAgent:
     def _wants_arm_reset(self, run: EpisodeRun, retry: bool) -> bool:
         """`agent.reset_arm`: before every skill but the episode's first (`between`, habitat's
         add_arm_rest), before a retried call (`retries`), or `never`."""
-        if self.reset_arm == "between":
+        if self.settings.reset_arm == "between":
             return any(r.skill != "reset_arm" for r in run.skill_runs)
-        return self.reset_arm == "retries" and retry
+        return self.settings.reset_arm == "retries" and retry
 
     def _reset_arm_to_rest(self, env: Any, run: EpisodeRun, observer: StepObserver | None) -> bool:
         """habitat-lab's reset_arm skill: joint-space P control of the arm toward its resting joints
@@ -353,12 +337,14 @@ class HabAgent:
         joint = np.arange(len(ARM_JOINTS))
         phases = [joint >= 0]  # every joint
         lift = ARM_JOINTS.index("shoulder_lift_joint")
-        if self.reset_arm_lift_first and sim.arm_qpos[lift] - sim.REST_ARM_QPOS[lift] > RESET_ARM_TOLERANCE:
+        lowered = sim.arm_qpos[lift] - sim.REST_ARM_QPOS[lift] > RESET_ARM_TOLERANCE
+        if self.settings.reset_arm_lift_first and lowered:
             phases.insert(0, joint == lift)  # the shoulder alone first (positive shoulder_lift lowers the arm)
-        steps_left = self.reset_arm_max_steps
+        steps_left = self.settings.reset_arm_max_steps
         step = self._stepper(env, run, record, observer)
         for joints in phases:
-            ended, outcome, steps_left = arm_toward_rest(sim, step, joints, steps_left, self.reset_arm_stall_steps)
+            ended, outcome, steps_left = arm_toward_rest(sim, step, joints, steps_left,
+                                                         self.settings.reset_arm_stall_steps)
             if ended:
                 return True
         record.outcome = outcome
@@ -368,7 +354,7 @@ class HabAgent:
         """`agent.retry_backoff` > 0: before a retried call, unless it follows a nav that arrived
         (the approach for this retry; an arm reset in between does not count). A nav that failed
         does not count either: its retry backs off too."""
-        if not retry or self.retry_backoff <= 0:
+        if not retry or self.settings.retry_backoff <= 0:
             return False
         before = [r for r in run.skill_runs if r.skill != "reset_arm"]
         return not before or not (before[-1].skill == "nav" and before[-1].effects_hold)
@@ -379,8 +365,8 @@ class HabAgent:
         with `retry_backoff_forward`), so the retry does not start from the pose the failed call got stuck
         in. True if the episode ended."""
         record = self._begin_primitive(env, run, "back_off", "back_off")
-        return drive_straight(env.sim, self._stepper(env, run, record, observer), -1.0, self.retry_backoff,
-                              turn_when_wedged=self.retry_backoff_forward)
+        return drive_straight(env.sim, self._stepper(env, run, record, observer), -1.0, self.settings.retry_backoff,
+                              turn_when_wedged=self.settings.retry_backoff_forward)
 
     def _wait(self, env: Any, run: EpisodeRun, observer: StepObserver | None, steps: int) -> bool:
         """Stand still (arm, base, grasp unchanged) for `steps` steps so that placed objects come to

@@ -1,10 +1,12 @@
-"""The HAB agent's `agent` node of configs/eval_hab.yaml: its agent types, modes and choices, the validation
-that turns a bad value into one line naming the key and what it may be (before any episode runs), and
-`make_agent`, which builds the agent a node describes (oracle or learned skills)."""
+"""The HAB agent's `agent` node of configs/eval_hab.yaml: its agent types, modes and choices, `AgentSettings`
+(every setting of the agent's loop in one place, with the plain agent's values as defaults), the validation that
+turns a bad value into one line naming the key and what it may be (before any episode runs), and `make_agent`,
+which builds the agent a node describes (oracle or learned skills)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,54 @@ AGENT_MODES = ("replan", "fixed")
 RESET_ARM_CHOICES = ("never", "retries", "between")
 
 
+@dataclass(frozen=True)
+class AgentSettings:
+    """How the agent runs its plan (eval/agent.py's docstring says what each does). The defaults are the plain
+    agent (every guard and scripted motion off, as habitat); configs/eval_hab.yaml holds the shipped values and
+    the measurements behind them, and `from_config` reads them."""
+
+    max_replans: int = 0                 # re-plans after a failed step (replan mode)
+    renavigate: bool = False             # a re-plan drops robot_at (config key renavigate_after_failure)
+    settle_steps: int = 0                # stand still this long when the plan is done
+    mode: str = "replan"                 # AGENT_MODES
+    fixed_renavigate_after: tuple[str, ...] = ("open_cab",)  # fixed mode: a nav inserted after these plan actions
+    reset_arm: str = "never"             # RESET_ARM_CHOICES (config: reset_arm, or fixed_reset_arm in fixed mode)
+    reset_arm_max_steps: int = 50        # habitat's reset_arm max_skill_steps
+    reset_arm_stall_steps: int = 0       # end a reset_arm that furniture blocks this long (0: off)
+    reset_arm_lift_first: bool = False   # raise a lowered shoulder alone first
+    retry_backoff: float = 0.0           # m a retry backs the base away first (0: off)
+    retry_backoff_forward: bool = False  # the back-off may drive forward (a nav reversed into furniture)
+    nav_unstick_steps: int = 0           # drive a wedged base out after this many blocked steps (0: off)
+    nav_unstick_distance: float = 0.5    # m of that drive
+    unstick_skills: tuple[str, ...] = ("nav",)  # the skills whose calls nav_unstick_steps watches
+    release_guard: float = 0.0           # m from the goal beyond which a place may not let go (0: off)
+    release_settle_steps: int = 0        # put a release off while the held object swings (0: off)
+    release_settle_speed: float = 0.1    # m/s: "swings"
+    pick_push_guard: float = 0.0         # m a pick may push its target along (0: off)
+
+    def __post_init__(self) -> None:
+        for name in ("fixed_renavigate_after", "unstick_skills"):  # lists from a config or a caller
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    @classmethod
+    def from_config(cls, agent_cfg: Mapping[str, Any]) -> AgentSettings:
+        """The settings an `agent` node gives (validate it first: `check_agent_config`); absent keys keep
+        the defaults."""
+        keys = {f.name: f.name for f in fields(cls)}
+        keys["renavigate"] = "renavigate_after_failure"
+        keys["reset_arm"] = "fixed_reset_arm" if agent_cfg.get("mode") == "fixed" else "reset_arm"
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if keys[f.name] in agent_cfg:
+                default = getattr(_PLAIN, f.name)
+                value = agent_cfg[keys[f.name]]
+                values[f.name] = tuple(value) if isinstance(default, tuple) else type(default)(value)
+        return cls(**values)
+
+
+_PLAIN = AgentSettings()
+
+
 def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     """Validate the `agent` node of configs/eval_hab.yaml; `ConfigError` (one line naming the key and
     the valid values) on the first problem. Keys added later (`mode`, `fixed_renavigate_after`) may
@@ -31,21 +81,20 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     mode = agent_cfg.get("mode", "replan")
     if mode not in AGENT_MODES:
         raise ConfigError(unknown_choice("agent.mode", str(mode), AGENT_MODES))
-    for key, default in (("max_replans", None), ("settle_steps", None), ("reset_arm_max_steps", 50),
-                         ("reset_arm_stall_steps", 0), ("nav_unstick_steps", 0),
-                         ("release_settle_steps", 0)):
+    for key, default in (("max_replans", None), ("settle_steps", None),
+                         *((k, getattr(_PLAIN, k)) for k in ("reset_arm_max_steps", "reset_arm_stall_steps",
+                                                             "nav_unstick_steps", "release_settle_steps"))):
         value = agent_cfg.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
-    for key, default, zero_ok, note in (("retry_backoff", 0.0, True, ""), ("nav_unstick_distance", 0.5, False, ""),
-                                        ("release_guard", 0.0, True, " (0: off)"),
-                                        ("pick_push_guard", 0.0, True, " (0: off)")):
-        value = agent_cfg.get(key, default)
+    for key, zero_ok, note in (("retry_backoff", True, ""), ("nav_unstick_distance", False, ""),
+                               ("release_guard", True, " (0: off)"), ("pick_push_guard", True, " (0: off)")):
+        value = agent_cfg.get(key, getattr(_PLAIN, key))
         number = not isinstance(value, bool) and isinstance(value, (int, float))
         if not number or not (0.0 <= value <= 2.0 if zero_ok else 0.0 < value <= 2.0):
             span = "[0, 2]" if zero_ok else "(0, 2]"
             raise ConfigError(f"agent.{key} must be a number of metres in {span}{note}; got {value!r}")
-    speed = agent_cfg.get("release_settle_speed", 0.1)
+    speed = agent_cfg.get("release_settle_speed", _PLAIN.release_settle_speed)
     if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0.0 < speed <= 10.0:
         raise ConfigError(f"agent.release_settle_speed must be a speed in m/s in (0, 10]; got {speed!r}")
     for key in ("reset_arm", "fixed_reset_arm"):
@@ -105,21 +154,4 @@ def make_agent(agent_type: str, agent_cfg: Mapping[str, Any], checkpoints: Mappi
                                scripted=dict.fromkeys(oracle_skills, OracleSkills(oracle_cfg)),
                                sample_retries=bool(agent_cfg.get("sample_retries", False)),
                                sampled_skills=tuple(agent_cfg.get("sampled_skills") or ()))
-    return HabAgent(agent_type, skills, int(agent_cfg["max_replans"]),
-                    renavigate=bool(agent_cfg["renavigate_after_failure"]), settle_steps=int(agent_cfg["settle_steps"]),
-                    mode=str(agent_cfg.get("mode", "replan")),
-                    fixed_renavigate_after=tuple(agent_cfg.get("fixed_renavigate_after", ("open_cab",))),
-                    reset_arm=str(agent_cfg.get("fixed_reset_arm" if agent_cfg.get("mode") == "fixed" else "reset_arm",
-                                                "never")),
-                    reset_arm_max_steps=int(agent_cfg.get("reset_arm_max_steps", 50)),
-                    reset_arm_stall_steps=int(agent_cfg.get("reset_arm_stall_steps", 0)),
-                    reset_arm_lift_first=bool(agent_cfg.get("reset_arm_lift_first", False)),
-                    retry_backoff=float(agent_cfg.get("retry_backoff", 0.0)),
-                    retry_backoff_forward=bool(agent_cfg.get("retry_backoff_forward", False)),
-                    nav_unstick_steps=int(agent_cfg.get("nav_unstick_steps", 0)),
-                    nav_unstick_distance=float(agent_cfg.get("nav_unstick_distance", 0.5)),
-                    unstick_skills=tuple(agent_cfg.get("unstick_skills", ("nav",))),
-                    release_guard=float(agent_cfg.get("release_guard", 0.0)),
-                    release_settle_steps=int(agent_cfg.get("release_settle_steps", 0)),
-                    release_settle_speed=float(agent_cfg.get("release_settle_speed", 0.1)),
-                    pick_push_guard=float(agent_cfg.get("pick_push_guard", 0.0)))
+    return HabAgent(agent_type, skills, AgentSettings.from_config(agent_cfg))

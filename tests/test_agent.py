@@ -7,7 +7,7 @@ import pytest
 from agent_doubles import FirstCallReplaced, Idle, hab_env
 
 from eval.agent import HabAgent
-from eval.agent_config import AGENT_TYPES, check_agent_config, make_agent, skills_in_plans
+from eval.agent_config import AGENT_TYPES, AgentSettings, check_agent_config, make_agent, skills_in_plans
 from eval.episode_outcome import EpisodeRun, SkillRun
 from eval.hab_eval import initial_plans
 from eval.oracle_controllers import OracleSkills
@@ -43,7 +43,7 @@ def test_replans_after_injected_pick_failure_and_picks_again(renavigate):
     env = hab_env("tidy_house", 800)
     try:
         stall_first_pick = FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill))
-        agent = HabAgent("oracle", stall_first_pick, max_replans=2, renavigate=renavigate)
+        agent = HabAgent("oracle", stall_first_pick, AgentSettings(max_replans=2, renavigate=renavigate))
         out = agent.run_episode(env, 0)
     finally:
         env.close()
@@ -88,7 +88,7 @@ def test_a_call_the_episode_ran_before_starts_as_a_retry():
     env = hab_env("tidy_house", 1200)
     try:
         skills = _RecordingStarts(FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)))
-        agent = HabAgent("oracle", skills, max_replans=2, renavigate=True)
+        agent = HabAgent("oracle", skills, AgentSettings(max_replans=2, renavigate=True))
         out = agent.run_episode(env, 0)
     finally:
         env.close()
@@ -184,7 +184,7 @@ def test_reset_arm_returns_the_arm_to_rest_before_retries_or_every_skill(reset_a
     env = hab_env("tidy_house", 900)
     try:
         skills = _ArmAtStarts(FirstCallReplaced("pick", lambda oracle: _Flail(oracle.skill)))
-        agent = HabAgent("oracle", skills, max_replans=1, renavigate=True, reset_arm=reset_arm)
+        agent = HabAgent("oracle", skills, AgentSettings(max_replans=1, renavigate=True, reset_arm=reset_arm))
         out = agent.run_episode(env, 0)
     finally:
         env.close()
@@ -212,7 +212,7 @@ def test_retry_backoff_drives_back_before_the_retried_nav_only(backoff):
     env = hab_env("tidy_house", 1200)
     try:
         skills = _RecordingStarts(FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)))
-        agent = HabAgent("oracle", skills, max_replans=1, renavigate=True, retry_backoff=backoff)
+        agent = HabAgent("oracle", skills, AgentSettings(max_replans=1, renavigate=True, retry_backoff=backoff))
         poses = []
         original = agent._run_skill
 
@@ -247,7 +247,8 @@ def _reset_from(offset: list[float], jammed: bool = False, **agent_kwargs) -> tu
         if jammed:
             sim.model.actuator_gainprm[:, 0] = 0.0
             sim.model.actuator_biasprm[:, :3] = 0.0
-        agent = HabAgent("oracle", OracleSkills({}), max_replans=0, reset_arm="retries", **agent_kwargs)
+        agent = HabAgent("oracle", OracleSkills({}),
+                         AgentSettings(max_replans=0, reset_arm="retries", **agent_kwargs))
         run, arms = EpisodeRun("e"), []
         assert not agent._reset_arm_to_rest(env, run, lambda env_, info, label: arms.append(env_.sim.arm_qpos.copy()))
         error = float(np.max(np.abs(sim.arm_qpos - sim.REST_ARM_QPOS)))
@@ -296,8 +297,9 @@ def test_retry_resets_the_arm_again_after_the_back_off():
     env = hab_env("tidy_house", 1200)
     try:
         skills = FirstCallReplaced("pick", lambda oracle: _Flail(oracle.skill))
-        agent = HabAgent("oracle", skills, max_replans=1, renavigate=True, reset_arm="retries",
-                         retry_backoff=0.5, reset_arm_stall_steps=10)
+        agent = HabAgent("oracle", skills,
+                         AgentSettings(max_replans=1, renavigate=True, reset_arm="retries",
+                                       retry_backoff=0.5, reset_arm_stall_steps=10))
         calls = []
         original = agent._reset_arm_to_rest
 
@@ -328,7 +330,8 @@ def test_backoff_wedged_from_behind_drives_forward_when_asked(forward):
                     if (xs := [x for x in np.arange(x0, x0 + 1.5, 0.002) if motion.penetration(np.array([x, y]), boxes) == 0.0])
                     and motion.penetration(np.array([xs[0] + 0.7, y]), boxes) == 0.0)
         sim.reset_state({}, {}, np.array([x, y]), 0.0)  # facing +x, the wall right behind
-        agent = HabAgent("oracle", OracleSkills({}), max_replans=0, retry_backoff=0.5, retry_backoff_forward=forward)
+        agent = HabAgent("oracle", OracleSkills({}),
+                         AgentSettings(max_replans=0, retry_backoff=0.5, retry_backoff_forward=forward))
         assert not agent._back_off(env, EpisodeRun("e"), None)
         moved = float(sim.base_xy[0] - x)
     finally:
@@ -365,7 +368,25 @@ def test_each_mode_takes_its_own_reset_arm_setting():
                                       ("fixed", ["agent.fixed_reset_arm=between"], "between"),
                                       ("replan", ["agent.reset_arm=retries"], "retries")):
         cfg = to_plain(compose("eval_hab", [f"agent.mode={mode}", *overrides]))
-        assert make_agent("oracle", cfg["agent"]).reset_arm == expected
+        assert make_agent("oracle", cfg["agent"]).settings.reset_arm == expected
+
+
+def test_agent_settings_take_every_key_of_the_config_node():
+    """make_agent runs the agent with every setting of configs/eval_hab.yaml's node (the two keys named
+    otherwise included); absent keys keep the plain agent's values."""
+    from dataclasses import fields
+
+    from configs.compose import compose, to_plain
+
+    node = to_plain(compose("eval_hab", ["agent.unstick_skills=[nav,pick]", "agent.retry_backoff=0.3"]))["agent"]
+    settings = make_agent("oracle", node).settings
+    for f in fields(AgentSettings):
+        key = {"renavigate": "renavigate_after_failure"}.get(f.name, f.name)
+        value = getattr(settings, f.name)
+        assert value == (tuple(node[key]) if isinstance(value, tuple) else node[key]), f.name
+    assert settings.unstick_skills == ("nav", "pick") and settings.retry_backoff == 0.3
+    assert AgentSettings.from_config({}) == AgentSettings()
+    assert AgentSettings.from_config({"mode": "fixed", "fixed_reset_arm": "between"}).reset_arm == "between"
 
 
 
@@ -376,7 +397,7 @@ def test_release_guard_turns_a_release_far_from_the_goal_into_a_hold(guard):
     env = hab_env("tidy_house", 1400)
     try:
         agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: Idle(oracle.skill)),
-                         max_replans=0, release_guard=guard)
+                         AgentSettings(max_replans=0, release_guard=guard))
         out = agent.run_episode(env, 0)
         held = env.sim.grasped
     finally:
@@ -389,13 +410,15 @@ def test_release_guard_turns_a_release_far_from_the_goal_into_a_hold(guard):
         assert place.blocked_releases == place.steps and place.outcome == "timeout" and held == "obj_0"
         assert f":held{place.steps}" in out.to_dict()["skill_calls"][3]
     # habitat's fixed plan is never guarded
-    assert HabAgent("oracle", OracleSkills(), max_replans=0, mode="fixed", release_guard=0.25).release_gate.guard == 0.0
+    assert HabAgent("oracle", OracleSkills(),
+                    AgentSettings(max_replans=0, mode="fixed", release_guard=0.25)).release_gate.guard == 0.0
 
 
 def test_failure_is_recorded_when_replans_are_exhausted():
     env = hab_env("tidy_house", 700)
     try:
-        agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)), max_replans=0)
+        agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)),
+                         AgentSettings(max_replans=0))
         out = agent.run_episode(env, 0)
     finally:
         env.close()
@@ -412,7 +435,7 @@ def test_failure_is_recorded_when_replans_are_exhausted():
 def test_nonav_agent_drops_nav_steps():
     env = hab_env("prepare_groceries", 300)
     try:
-        agent = HabAgent("tp-srl-nonav", OracleSkills(), max_replans=0)
+        agent = HabAgent("tp-srl-nonav", OracleSkills(), AgentSettings(max_replans=0))
         out = agent.run_episode(env, 0)
     finally:
         env.close()
@@ -447,7 +470,7 @@ def test_a_call_of_a_learned_skill_without_checkpoint_ends_the_episode_not_the_r
     try:
         oracle = OracleSkills()
         skills = LearnedSkills({}, scripted=dict.fromkeys(["nav", "pick", "place", "open_fridge"], oracle))
-        out = HabAgent("tp-srl", skills, max_replans=1).run_episode(env, 0)
+        out = HabAgent("tp-srl", skills, AgentSettings(max_replans=1)).run_episode(env, 0)
     finally:
         env.close()
     assert not out.success and out.end_reason == "no_checkpoint"

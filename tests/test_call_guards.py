@@ -7,7 +7,7 @@ import pytest
 from agent_doubles import FirstCallReplaced, Idle, hab_env
 
 from eval.agent import HabAgent
-from eval.agent_config import check_agent_config
+from eval.agent_config import AgentSettings, check_agent_config
 
 
 class _SwingAndRelease(Idle):
@@ -35,7 +35,8 @@ def _release_speed(settle_steps: int) -> tuple[int, int, float]:
     log: list = []
     try:
         agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: _SwingAndRelease(oracle.skill, log)),
-                         max_replans=0, release_settle_steps=settle_steps, release_settle_speed=0.1)
+                         AgentSettings(max_replans=0, release_settle_steps=settle_steps,
+                                       release_settle_speed=0.1))
         out = agent.run_episode(env, 0)
         dt = env.sim.step_seconds
     finally:
@@ -68,7 +69,8 @@ def test_guard_settings_are_validated():
         check_agent_config({**cfg, "pick_push_guard": 5})
     check_agent_config({**cfg, "release_settle_steps": 8, "release_settle_speed": 0.05, "pick_push_guard": 0.05})
     # habitat's fixed plan lets go as the policy commands
-    assert not HabAgent("oracle", lambda name: None, max_replans=0, mode="fixed", release_settle_steps=8).release_gate.active
+    assert not HabAgent("oracle", lambda name: None,
+                        AgentSettings(max_replans=0, mode="fixed", release_settle_steps=8)).release_gate.active
 
 
 class _BackAwayAndRelease(Idle):
@@ -94,7 +96,7 @@ def test_a_target_dropped_on_the_floor_is_put_down_to_the_call_that_let_go(guard
     env = hab_env("tidy_house", 1400)
     try:
         agent = HabAgent("oracle", FirstCallReplaced("place", lambda oracle: _BackAwayAndRelease(oracle.skill)),
-                         max_replans=1, release_guard=guard)
+                         AgentSettings(max_replans=1, release_guard=guard))
         out = agent.run_episode(env, 0)
         z = float(env.sim.object_pos("obj_0")[2])
     finally:
@@ -126,7 +128,7 @@ def test_a_pick_pushing_its_target_along_ends_when_the_push_guard_says(guard):
     env = hab_env("tidy_house", 700)
     try:
         agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: _Nudge(oracle.skill, "obj_0")),
-                         max_replans=0, pick_push_guard=guard)
+                         AgentSettings(max_replans=0, pick_push_guard=guard))
         out = agent.run_episode(env, 0)
     finally:
         env.close()
@@ -136,4 +138,5 @@ def test_a_pick_pushing_its_target_along_ends_when_the_push_guard_says(guard):
     else:
         assert pick.outcome != "pushed" and pick.steps > 7
     # habitat's fixed plan runs the policy as it is
-    assert not HabAgent("oracle", lambda name: None, max_replans=0, mode="fixed", pick_push_guard=0.05).push_guard.active
+    assert not HabAgent("oracle", lambda name: None,
+                        AgentSettings(max_replans=0, mode="fixed", pick_push_guard=0.05)).push_guard.active

@@ -14,7 +14,7 @@ from agent_doubles import FirstCallReplaced
 
 from configs.compose import ConfigError
 from eval.agent import HabAgent
-from eval.agent_config import AGENT_MODES, check_agent_config, make_agent
+from eval.agent_config import AGENT_MODES, AgentSettings, check_agent_config, make_agent
 from eval.hab_eval import initial_plans, main
 from eval.oracle_controllers import OracleSkills
 from planner.fixed_plan import fixed_steps, renavigate_after
@@ -47,9 +47,8 @@ def _run(scenario: str, mode: str, max_steps: int, skills=None):
     env = RearrangeEnv(HabTask(scenario, cfg, obs_keys=()), generate_episodes(scenario, "val", 1, 0),
                        episode_order="cycle")
     a = cfg["agent"]
-    agent = HabAgent("oracle", skills or OracleSkills(), max_replans=int(a["max_replans"]),
-                     renavigate=bool(a["renavigate_after_failure"]), settle_steps=int(a["settle_steps"]),
-                     mode=str(a["mode"]), fixed_renavigate_after=tuple(a["fixed_renavigate_after"]))
+    keys = ("max_replans", "renavigate_after_failure", "settle_steps", "mode", "fixed_renavigate_after")
+    agent = HabAgent("oracle", skills or OracleSkills(), AgentSettings.from_config({k: a[k] for k in keys}))
     try:
         return agent.run_episode(env, 0)
     finally:
@@ -131,8 +130,8 @@ def test_bad_mode_is_a_one_line_config_error():
     with pytest.raises(ConfigError, match="agent.settle_steps must be an integer >= 0"):
         check_agent_config({**good, "settle_steps": -1})
     with pytest.raises(ValueError, match="valid choices: replan, fixed"):
-        HabAgent("oracle", OracleSkills(), max_replans=0, mode="sometimes")
-    assert make_agent("oracle", {**good, "mode": "fixed"}).mode == "fixed"
+        HabAgent("oracle", OracleSkills(), AgentSettings(max_replans=0, mode="sometimes"))
+    assert make_agent("oracle", {**good, "mode": "fixed"}).settings.mode == "fixed"
 
 
 def test_eval_hab_fixed_mode_video_is_readable_by_others(tmp_path, capsys):

@@ -9,7 +9,7 @@ import pytest
 from agent_doubles import FirstCallReplaced, Idle, hab_env
 
 from eval.agent import HabAgent, WedgeWatch
-from eval.agent_config import check_agent_config, make_agent
+from eval.agent_config import AgentSettings, check_agent_config, make_agent
 
 NAV_TIMEOUT = 400  # configs/skill/nav.yaml hab.timeout
 
@@ -48,8 +48,9 @@ def _run_replaced(skill: str, double: type, unstick_steps: int, max_steps: int,
         return doubles[-1]
 
     try:
-        agent = HabAgent("oracle", FirstCallReplaced(skill, replace), max_replans=0, nav_unstick_steps=unstick_steps,
-                         unstick_skills=unstick_skills)
+        agent = HabAgent("oracle", FirstCallReplaced(skill, replace),
+                         AgentSettings(max_replans=0, nav_unstick_steps=unstick_steps,
+                                       unstick_skills=unstick_skills))
         out = agent.run_episode(env, 0)
     finally:
         env.close()
@@ -133,11 +134,11 @@ def test_nav_unstick_settings_are_validated_and_reach_the_agent():
         check_agent_config({**cfg, "nav_unstick_distance": 0})
     plain = to_plain(compose("eval_hab", ["agent.nav_unstick_steps=15", "agent.nav_unstick_distance=0.3"]))
     agent = make_agent("oracle", plain["agent"])
-    assert (agent.nav_unstick_steps, agent.nav_unstick_distance) == (15, 0.3)
+    assert (agent.nav_unstick_steps, agent.settings.nav_unstick_distance) == (15, 0.3)
     fixed = make_agent("oracle", {**plain["agent"], "mode": "fixed"})
     assert fixed.nav_unstick_steps == 0  # habitat's fixed plan runs nav as it is
-    assert agent.unstick_skills == ("nav",)  # the default
+    assert agent.settings.unstick_skills == ("nav",)  # the default
     watched = to_plain(compose("eval_hab", ["agent.unstick_skills=[nav,pick,place]"]))
-    assert make_agent("oracle", watched["agent"]).unstick_skills == ("nav", "pick", "place")
+    assert make_agent("oracle", watched["agent"]).settings.unstick_skills == ("nav", "pick", "place")
     with pytest.raises(ConfigError, match="unknown agent.unstick_skills entry 'fly'; valid choices: pick, place"):
         check_agent_config({**cfg, "unstick_skills": ["fly"]})

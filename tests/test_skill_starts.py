@@ -7,6 +7,7 @@ import pytest
 from agent_doubles import FirstCallReplaced, Idle, hab_env
 
 from eval.agent import HabAgent
+from eval.agent_config import AgentSettings
 from eval.skill_starts import MOVED, StartRecorder, main
 from rearrange.env import RearrangeEnv, make_registered_env
 from rearrange.generate import generate_episodes
@@ -28,7 +29,8 @@ def recorded():
         if call.skill == "nav":
             held_at_nav.append(e.sim.grasped)
 
-    agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)), max_replans=2)
+    agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: Idle(oracle.skill)),
+                     AgentSettings(max_replans=2))
     agent.on_skill_start = record
     try:
         out = agent.run_episode(env, 0)
