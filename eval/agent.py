@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.agent_config import AGENT_MODES, AGENT_TYPES, RESET_ARM_CHOICES, AgentSettings
+from eval.agent_config import AGENT_TYPES, AgentSettings
 from eval.agent_motions import (
     RESET_ARM_TOLERANCE,
     StepFn,
@@ -124,11 +124,6 @@ class HabAgent:
         s = AgentSettings() if settings is None else settings
         if agent_type not in AGENT_TYPES:
             raise ValueError(f"unknown agent '{agent_type}'; valid choices: {', '.join(AGENT_TYPES)}")
-        if s.mode not in AGENT_MODES:
-            raise ValueError(f"unknown agent.mode '{s.mode}'; valid choices: {', '.join(AGENT_MODES)}")
-        if s.reset_arm not in RESET_ARM_CHOICES:
-            raise ValueError(f"unknown agent.reset_arm '{s.reset_arm}'; "
-                             f"valid choices: {', '.join(RESET_ARM_CHOICES)}")
         self.agent_type = agent_type
         self.skills = skills
         self.settings = s

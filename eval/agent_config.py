@@ -50,6 +50,12 @@ class AgentSettings:
     pick_push_guard: float = 0.0         # m a pick may push its target along (0: off)
 
     def __post_init__(self) -> None:
+        """ValueError (one line) for a mode or reset_arm no agent has; lists become tuples."""
+        if self.mode not in AGENT_MODES:
+            raise ValueError(f"unknown agent.mode '{self.mode}'; valid choices: {', '.join(AGENT_MODES)}")
+        if self.reset_arm not in RESET_ARM_CHOICES:
+            raise ValueError(f"unknown agent.reset_arm '{self.reset_arm}'; "
+                             f"valid choices: {', '.join(RESET_ARM_CHOICES)}")
         for name in ("fixed_renavigate_after", "unstick_skills"):  # lists from a config or a caller
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
@@ -98,7 +104,7 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0.0 < speed <= 10.0:
         raise ConfigError(f"agent.release_settle_speed must be a speed in m/s in (0, 10]; got {speed!r}")
     for key in ("reset_arm", "fixed_reset_arm"):
-        value = agent_cfg.get(key, "never")
+        value = agent_cfg.get(key, _PLAIN.reset_arm)
         if value not in RESET_ARM_CHOICES:
             raise ConfigError(unknown_choice(f"agent.{key}", str(value), RESET_ARM_CHOICES))
     for key in ("deterministic", "sample_retries", "reset_arm_lift_first", "retry_backoff_forward"):

@@ -387,6 +387,8 @@ def test_agent_settings_take_every_key_of_the_config_node():
     assert settings.unstick_skills == ("nav", "pick") and settings.retry_backoff == 0.3
     assert AgentSettings.from_config({}) == AgentSettings()
     assert AgentSettings.from_config({"mode": "fixed", "fixed_reset_arm": "between"}).reset_arm == "between"
+    with pytest.raises(ValueError, match="unknown agent.reset_arm 'always'; valid choices: never, retries, between"):
+        AgentSettings(reset_arm="always")
 
 
 
