@@ -5,7 +5,9 @@ failed skills.
   python -m eval.compare_agents runs/th_oracle/results.json runs/th_tp_srl/results.json --out docs/th.png
 
 Each argument is an eval-hab `results.json` (or the folder holding it). Labels: `--labels`, else the
-agent, its mode and the skills run by oracles (`agent.oracle_skills`). Exit 2 with one line for a
+agent, its mode and the skills run by oracles (`agent.oracle_skills`). `--markdown` also prints the runs as rows of
+README's HAB table (scenario, agent, mode, success with its interval, per-stage success in plan order, failed skills
+by count), so a re-measured table is pasted, not retyped. Exit 2 with one line for a
 missing or malformed file, runs of different scenarios, or a label count that does not match.
 """
 
@@ -56,6 +58,26 @@ def summary_lines(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+MARKDOWN_HEADER = ("| scenario | agent | mode | success [95% CI] | per-stage success | failed skill (episodes) |\n"
+                   "|---|---|---|---|---|---|")
+
+
+def markdown_row(result: Mapping[str, Any]) -> str:
+    """One README table row of an eval-hab run: per-stage means in the plan's order (`stage_order`, else the file's),
+    failed skills by count, most first (ties by name)."""
+    s = result["success"]
+    order = result.get("stage_order") or list(result["stage_success"])
+    stages = " / ".join(f"{result['stage_success'][k]['mean']:.2f}" for k in order)
+    counts = sorted((result.get("failed_skill") or {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    failed = ", ".join(f"{k} {v}" for k, v in counts) or "none"
+    mode = result.get("mode", "replan")
+    scenario = str(result["scenario"]).replace("_", " ").title()
+    oracle = result.get("oracle_skills") or []
+    agent = f"{result['agent']}, oracle {'+'.join(oracle)}" if oracle else result["agent"]
+    return (f"| {scenario} | {agent} | {'fixed (habitat)' if mode == 'fixed' else mode} | "
+            f"{s['mean']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}] | {stages} | {failed} |")
+
+
 def compare(paths: Sequence[str | Path], out: str | Path, labels: Sequence[str] | None = None) -> list[str]:
     """Write the chart to `out`; returns the summary lines. CompareError on bad inputs."""
     from eval.plots import plot_stage_comparison
@@ -77,15 +99,23 @@ def compare(paths: Sequence[str | Path], out: str | Path, labels: Sequence[str] 
     return summary_lines(results)
 
 
+def markdown_table(paths: Sequence[str | Path]) -> list[str]:
+    """README's HAB table (header and one row per run, in the order given) of eval-hab runs of any scenarios."""
+    return [MARKDOWN_HEADER, *(markdown_row(load_result(p)) for p in paths)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.compare_agents", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results", nargs="+", help="eval-hab results.json files (or their folders), one scenario")
     p.add_argument("--out", required=True, help="PNG to write")
     p.add_argument("--labels", nargs="+", default=None, help="one label per run (default: agent, mode, oracle skills)")
+    p.add_argument("--markdown", action="store_true", help="also print the runs as rows of README's HAB table")
     args = p.parse_args(argv)
     try:
         lines = compare(args.results, args.out, args.labels)
+        if args.markdown:
+            lines += ["", *markdown_table(args.results)]
     except CompareError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -75,3 +75,16 @@ def test_the_chart_carries_the_failed_skill_histogram(tmp_path, monkeypatch):
     assert main([str(a), str(b), "--out", str(tmp_path / "c.png")]) == 0
     assert drawn[("pick", "nav")] == {"oracle replan": {}, "tp-srl replan": {"pick": {"mean": 3.0}, "nav": {"mean": 5.0}}}
     assert ("pick_0",) in drawn
+
+
+def test_markdown_rows_are_readmes_table(tmp_path, capsys):
+    """`--markdown` prints README's HAB table: the scenario's name, fixed mode marked as habitat's, stages in the
+    plan's order (not the file's), failed skills most first."""
+    a = _result(tmp_path, "a", "tp-srl", 0.25, {"place_0": 0.5, "pick_0": 0.75})
+    data = json.loads((a / "results.json").read_text())
+    data.update(mode="fixed", stage_order=["pick_0", "place_0"], failed_skill={"pick": 2, "nav": 5, "place": 2})
+    (a / "results.json").write_text(json.dumps(data))
+    assert main([str(a), "--out", str(tmp_path / "c.png"), "--markdown"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "| scenario | agent | mode | success [95% CI] | per-stage success | failed skill (episodes) |" in lines
+    assert "| Tidy House | tp-srl | fixed (habitat) | 0.25 [0.00, 1.00] | 0.75 / 0.50 | nav 5, pick 2, place 2 |" in lines
