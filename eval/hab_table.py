@@ -5,7 +5,7 @@ val episodes of `--seed`, `--workers` processes each), into `OUT/<scenario>_<age
 scenario the VER-paper-style chart `OUT/hab50_<scenario>.png` (`eval.compare_agents`) and the whole table as
 `OUT/table.md`, rows in README's format. A run whose `results.json` exists is kept, so an interrupted table
 continues where it stopped. Extra arguments are eval-hab config overrides passed to every run (e.g.
-`agent.checkpoints.pick=PATH`). With the defaults it is README's table (18 runs, ~45 min on 2 cores):
+`agent.checkpoints.pick=PATH`). With the defaults it is README's table (18 runs, ~30 min on 2 cores):
 
     python -m eval.hab_table --out runs/hab_table
 """
