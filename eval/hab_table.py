@@ -48,12 +48,14 @@ def eval_hab_command(scenario: str, agent: str, mode: str, args: argparse.Namesp
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval.hab_table", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    title, details = __doc__.split("\n\n", 1)
+    p = argparse.ArgumentParser(prog="python -m eval.hab_table", description=title.split(": ", 1)[1],
+                                epilog=details, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="folder for the runs, the charts and table.md")
-    p.add_argument("--scenarios", default=",".join(SCENARIO_KINDS), help="comma list (default: all three)")
-    p.add_argument("--agents", default=",".join(AGENT_TYPES), help="comma list (default: all three)")
-    p.add_argument("--modes", default=",".join(AGENT_MODES), help="comma list (default: both)")
+    p.add_argument("--scenarios", default=",".join(SCENARIO_KINDS),
+                   help=f"comma list of {', '.join(SCENARIO_KINDS)} (default: all)")
+    p.add_argument("--agents", default=",".join(AGENT_TYPES), help=f"comma list of {', '.join(AGENT_TYPES)} (default: all)")
+    p.add_argument("--modes", default=",".join(AGENT_MODES), help=f"comma list of {', '.join(AGENT_MODES)} (default: both)")
     p.add_argument("--episodes", type=int, default=50, help="episodes per run (default 50)")
     p.add_argument("--split", default="val", help="train or val (default val)")
     p.add_argument("--seed", type=int, default=0, help="episode generation seed (default 0)")
