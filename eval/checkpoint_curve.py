@@ -150,6 +150,8 @@ def main(argv: list[str] | None = None) -> None:
                     bar.close()
                     exit_with_error(str(exc).splitlines()[0])
                 bar.update(1)
+    from eval.metrics import format_interval, write_json_atomic
+
     points = []
     for c in chosen:
         step = checkpoint_step(c)
@@ -157,11 +159,9 @@ def main(argv: list[str] | None = None) -> None:
         wall = float(times[min(at, len(times) - 1)]) if len(times) else float("nan")
         points.append({"env_steps": step, "wall_time_s": wall, **results[str(c)]})
         s = points[-1]["success"]
-        print(f"{step:>11,d} steps  {wall / 60:7.1f} min  success {s['mean']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}]")
+        print(f"{step:>11,d} steps  {wall / 60:7.1f} min  success {format_interval(s)}")
     out = Path(args.out) if args.out else run / "checkpoint_curve"
     out.parent.mkdir(parents=True, exist_ok=True)
-    from eval.metrics import write_json_atomic
-
     write_json_atomic(out.with_suffix(".json"), {"run": str(run), "split": args.split, "episodes": args.episodes,
                                                  "seed": args.seed, "points": points})
     plot(points, out.with_suffix(".png"), f"{run.name}: success on {args.episodes} {args.split} episodes")

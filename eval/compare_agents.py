@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.metrics import format_interval
+
 
 class CompareError(ValueError):
     """A one-line problem with the inputs."""
@@ -53,7 +55,7 @@ def summary_lines(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
     for label, r in results.items():
         s = r["success"]
         failed = ", ".join(f"{k} {v}" for k, v in sorted(r.get("failed_skill", {}).items())) or "-"
-        lines.append(f"{label}: {s['mean']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}] over {s['n']} episodes; "
+        lines.append(f"{label}: {format_interval(s)} over {s['n']} episodes; "
                      f"failed skills: {failed}")
     return lines
 
@@ -75,7 +77,7 @@ def markdown_row(result: Mapping[str, Any]) -> str:
     oracle = result.get("oracle_skills") or []
     agent = f"{result['agent']}, oracle {'+'.join(oracle)}" if oracle else result["agent"]
     return (f"| {scenario} | {agent} | {'fixed (habitat)' if mode == 'fixed' else mode} | "
-            f"{s['mean']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}] | {stages} | {failed} |")
+            f"{format_interval(s)} | {stages} | {failed} |")
 
 
 def compare(paths: Sequence[str | Path], out: str | Path, labels: Sequence[str] | None = None) -> list[str]:

@@ -22,6 +22,8 @@ from configs.compose import exit_with_error, require_choice
 from configs.files import write_text_atomic
 from eval.agent_config import AGENT_MODES, AGENT_TYPES
 from eval.compare_agents import compare, load_result, markdown_table
+from eval.metrics import format_interval
+from eval.parallel import check_workers
 from rearrange.episodes import SCENARIO_KINDS, SPLITS
 
 
@@ -68,8 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     require_choice("split", args.split, SPLITS)
     if args.episodes < 1:
         exit_with_error(f"--episodes must be >= 1, got {args.episodes}")
-    if args.workers < 1:
-        exit_with_error(f"--workers must be >= 1, got {args.workers}")
+    check_workers(args.workers)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -85,8 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 last = (log.read_text().strip().splitlines() or ["(no output)"])[-1]
                 exit_with_error(f"eval-hab {scenario} {agent} {mode} failed (exit {code}): {last}", code=1)
         s = load_result(folder)["success"]
-        print(f"[{k}/{len(runs)}] {scenario} {agent} {mode}: {s['mean']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}]",
-              flush=True)
+        print(f"[{k}/{len(runs)}] {scenario} {agent} {mode}: {format_interval(s)}", flush=True)
     for scenario in scenarios:
         compare([run_dir(out, scenario, a, m) for a in agents for m in modes], out / f"hab50_{scenario}.png")
     write_text_atomic(out / "table.md", "\n".join(markdown_table([run_dir(out, *r) for r in runs])) + "\n")

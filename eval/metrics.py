@@ -120,6 +120,11 @@ def bootstrap_ci(
     return {"mean": mean, "ci_low": float(min(lo, mean)), "ci_high": float(max(hi, mean)), "n": int(x.size)}
 
 
+def format_interval(ci: Mapping[str, Any]) -> str:
+    """A `bootstrap_ci` result as '0.28 [0.16, 0.42]' (mean, then the interval), as every table and log line prints it."""
+    return f"{ci['mean']:.2f} [{ci['ci_low']:.2f}, {ci['ci_high']:.2f}]"
+
+
 def aggregate(
     records: Sequence[EpisodeRecord],
     stage_names: Sequence[str] | None = None,
