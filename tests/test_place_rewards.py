@@ -142,3 +142,27 @@ def test_place_reward_dist_pays_the_release_only_that_close(place_dist):
 def test_place_reward_dist_beyond_the_success_threshold_is_named():
     with pytest.raises(ValueError, match="place_reward_dist"):
         make_env("place", reward__place_reward_dist=0.2)
+
+
+@pytest.mark.parametrize("falloff", [0.0, 1.0])
+def test_place_reward_falloff_pays_a_closer_release_more(falloff):
+    """place_reward_falloff > 0 (deviation): the release pays place_reward x (1 - falloff x d / 0.15 m), so a
+    release far inside the success threshold earns more than one at its edge; 0 (habitat) pays it whole."""
+    paid = {}
+    for offset in (0.0, 0.07):
+        ep = _place_episode_with_goal_at_hand()
+        ep.targets[0].goal_pos[2] += offset  # the held object starts this far below its goal
+        env = make_env("place", [ep], reward__place_reward_falloff=falloff)
+        env.step(action(env, grip=1.0))
+        _, _, _, _, info = env.step(action(env, grip=-1.0))
+        assert info["did_place"] == 1.0
+        d = info["object_to_goal_dist"]
+        assert info["reward/place"] == pytest.approx(5.0 * (1.0 - falloff * d / 0.15))
+        paid[offset] = info["reward/place"]
+        env.close()
+    assert (paid[0.0] > paid[0.07] + 1.0) if falloff else (paid[0.0] == paid[0.07] == 5.0)
+
+
+def test_place_reward_falloff_above_one_is_named():
+    with pytest.raises(ValueError, match="place_reward_falloff"):
+        make_env("place", reward__place_reward_falloff=1.5)

@@ -107,6 +107,7 @@ def test_check_range_names_key_range_and_value_and_refuses_nan_and_infinity():
     ("pick", "reward", "knock_dist", 0.0, r"skill.reward.knock_dist must be > 0 m \(got 0.0\)"),
     ("place", "reward", "displaced_pen", float("inf"), r"skill.reward.displaced_pen must be >= 0 \(got inf\)"),
     ("place", "reward", "place_reward_dist", 0.2, r"skill.reward.place_reward_dist must be in \[0, 0.15\] m"),
+    ("place", "reward", "place_reward_falloff", 1.5, r"skill.reward.place_reward_falloff must be in \[0, 1\]"),
     ("place", None, "release_guard", -1.0, r"skill.release_guard must be >= 0 m \(0: off\) \(got -1.0\)"),
     ("place", "reward", "approach_reach", 0.0, r"skill.reward.approach_reach must be > 0 m \(got 0.0, skill place\)"),
 ])

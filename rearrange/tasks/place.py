@@ -13,6 +13,8 @@ Deviations from habitat (each off at its dataclass default; configs/skill/place.
   costs this once; `displaced_should_end` ends the episode then (regrasp blocked: it cannot succeed).
 - `place_reward_dist` > 0: place_reward only for a release this close to the goal; a release between
   it and the success threshold pays nothing and the episode goes on (it can still succeed).
+- `place_reward_falloff` > 0: the release pays less the farther from the goal it lands, falling linearly
+  by this share of place_reward from the goal out to the distance that still pays.
 - `approach_reward` > 0: approach_reward x decrease of the geodesic base distance to the navigable
   points within `approach_reach` of the goal, while held, until the first release (`rearrange.tasks.approach`).
 - `opening_path_offset` > 0: the dense term's object->goal distance through a fridge's opening (`OpeningPath`).
@@ -57,6 +59,7 @@ class PlaceReward:
     displaced_pen: float = 0.0  # deviation when > 0: once, when an object released at the goal leaves it
     displaced_should_end: bool = False  # deviation when true: that ends the episode
     place_reward_dist: float = 0.0  # deviation when > 0: place_reward only for a release this close to the goal
+    place_reward_falloff: float = 0.0  # deviation when > 0: place_reward x (1 - this x d / the distance that pays)
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class PlaceTask(SkillTask):
         check_range("skill.reward.displaced_pen", r.displaced_pen)
         check_range("skill.reward.place_reward_dist", r.place_reward_dist, 0.0, self.success_cfg.obj_at_goal_threshold,
                     unit="m (success.obj_at_goal_threshold at most)")
+        check_range("skill.reward.place_reward_falloff", r.place_reward_falloff, 0.0, 1.0)
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
         self.path = OpeningPath(check_offset_cfg(cfg["reward"], "opening_path_offset", self.name))
@@ -135,8 +139,9 @@ class PlaceTask(SkillTask):
             if self.block_regrasp:
                 self.grip_disabled = True
             if at_goal:
-                if obj_to_goal < (r.place_reward_dist or s.obj_at_goal_threshold):
-                    terms["place"] = r.place_reward
+                pays_within = r.place_reward_dist or s.obj_at_goal_threshold
+                if obj_to_goal < pays_within:
+                    terms["place"] = r.place_reward * (1.0 - r.place_reward_falloff * obj_to_goal / pays_within)
                 info["did_place"] = 1.0
                 self.placed = True
             else:
