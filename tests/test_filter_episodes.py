@@ -1,4 +1,4 @@
-"""Filtering episode files by the receptacle the target starts on and by how far a pick start must drive round
+"""Filtering episode files by the receptacle the target starts on (or goes to) and by how far a pick start must drive round
 furniture: exactly those kept, clear errors."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rearrange.episodes import load_dataset, save_episodes
-from rearrange.filter_episodes import main, start_receptacle
+from rearrange.filter_episodes import goal_receptacle, main, start_receptacle
 from rearrange.generate import generate_episodes
 
 
@@ -33,6 +33,26 @@ def test_keeps_exactly_the_named_receptacles(pick_file, tmp_path):
     two = sorted(counts)[:2]
     assert main(["--receptacle", two[0], "--receptacle", two[1], "--out", str(out), str(path)]) == 0
     assert len(load_dataset(out)["episodes"]) == counts[two[0]] + counts[two[1]]
+
+
+def test_goal_receptacle_keeps_the_places_onto_the_named_receptacle(tmp_path, capsys):
+    path = tmp_path / "place.json.gz"
+    episodes = generate_episodes("place", "train", 16, 4)
+    save_episodes(path, episodes, seed=4)
+    goals = [goal_receptacle(e) for e in episodes]
+    assert len(set(goals)) >= 2 and "" not in goals  # every place has a goal, and the filter has something to drop
+    name = max(set(goals), key=goals.count)
+    out = tmp_path / "kept.json.gz"
+    assert main(["--goal-receptacle", name, "--out", str(out), str(path), "--no-progress"]) == 0
+    kept = load_dataset(out)["episodes"]
+    assert [e.episode_id for e in kept] == [e.episode_id for e, g in zip(episodes, goals, strict=True) if g == name]
+    assert all(goal_receptacle(e) == name for e in kept)
+    with pytest.raises(SystemExit) as exc:  # a goal no episode has: one line naming the goals there are
+        main(["--goal-receptacle", "fridge_shelf_9", "--out", str(tmp_path / "none.json.gz"), str(path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "goes to fridge_shelf_9" in err and name in err
+    assert not (tmp_path / "none.json.gz").exists()
 
 
 @pytest.mark.parametrize("case", ["unknown", "missing", "bad_out"])
@@ -70,7 +90,7 @@ def test_min_detour_keeps_the_starts_that_must_drive_round_furniture(pick_file, 
 
 
 @pytest.mark.parametrize("argv, message", [
-    ([], "give --receptacle NAME, --min-detour M, or both"),
+    ([], "give --receptacle NAME, --goal-receptacle NAME, --min-detour M, or several"),
     (["--min-detour", "-1"], "--min-detour must be >= 0"),
 ])
 def test_bad_filter_arguments(pick_file, tmp_path, capsys, argv, message):
