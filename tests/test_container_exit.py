@@ -1,6 +1,6 @@
-"""Pick's way out of a fridge compartment (rearrange/tasks/approach.py ContainerExit): geometry on a real
+"""Pick's (and place's) way out of a fridge compartment (rearrange/tasks/approach.py ContainerExit): geometry on a real
 layout (inside, in front, past the exit plane), other receptacles and offset 0 (habitat), the pick task's
-dense term after the grasp, and a bad value."""
+dense term after the grasp, place's after the release, and a bad value."""
 
 import numpy as np
 import pytest
@@ -82,3 +82,32 @@ def test_pick_dense_term_pays_the_way_out_along_the_oracles_pick():
 def test_bad_offset_is_rejected(value):
     with pytest.raises(ValueError, match="skill.reward.exit_offset must be in"):
         check_offset_cfg({"exit_offset": value}, "exit_offset", "pick")
+
+
+def test_place_dense_term_after_the_release_pays_the_ees_way_out():
+    """Place with `exit_offset` on a fridge-shelf goal: the place oracle releases inside the compartment, and
+    from then on the dense term pays the decrease of |ee - rest| plus the ee's way out, which shrinks as the arm
+    comes back; without the key the way out is 0 (habitat's |ee - rest| alone)."""
+    from skills.oracles.base import select_subset
+    from skills.oracles.factory import make_oracle
+
+    env = skill_env_on("place", "fridge", "exit_offset", OFFSET, fresh=True)
+    sim, task = env.sim, env.task
+    assert task.exit.out is not None
+    oracle = make_oracle("place")
+    oracle.start(sim, task.sensor_target)
+    depths = []
+    for _ in range(task.max_steps):
+        placed = task.placed and task.mode == "rest"
+        before = task.rest_distance(sim)
+        _, _, terminated, truncated, info = env.step(select_subset(task.action_subsets, oracle.act(sim)))
+        if placed and task.mode == "rest":
+            depths.append(task.exit.depth(sim.ee_pos))
+            assert info["reward/dist"] == pytest.approx(task.reward_cfg.dist_reward * (before - task.rest_distance(sim)),
+                                                        abs=1e-9)
+        if terminated or truncated:
+            break
+    assert len(depths) > 5, "the oracle never released at the goal"
+    assert depths[0] > 0.1  # released with the gripper inside the compartment
+    assert min(depths) < 0.5 * depths[0]  # and drawn back out of it
+    assert skill_env_on("place", "fridge", "exit_offset", 0.0).task.exit.depth(sim.ee_pos) == 0.0

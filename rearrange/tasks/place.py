@@ -18,6 +18,8 @@ Deviations from habitat (each off at its dataclass default; configs/skill/place.
 - `approach_reward` > 0: approach_reward x decrease of the geodesic base distance to the navigable
   points within `approach_reach` of the goal, while held, until the first release (`rearrange.tasks.approach`).
 - `opening_path_offset` > 0: the dense term's object->goal distance through a fridge's opening (`OpeningPath`).
+- `exit_offset` > 0: after a release on a fridge shelf, the ee's remaining way out of the compartment is added to
+  the ee->rest distance of the dense term (`ContainerExit`, pick's key of the same name, measured on the gripper).
 - `start_grasp`: the held object starts in a varied pose in the gripper (`rearrange.grasp_pose`).
 - `release_guard` > 0 (a skill key, not a reward one): a release further than this from the goal is a hold.
 """
@@ -34,7 +36,13 @@ from configs.ranges import check_range
 from rearrange.episodes import Episode
 from rearrange.grasp_pose import GraspNoise, perturb_arm, perturb_grasp
 from rearrange.sensors import target_from_episode
-from rearrange.tasks.approach import ApproachShaping, OpeningPath, check_approach_cfg, check_offset_cfg
+from rearrange.tasks.approach import (
+    ApproachShaping,
+    ContainerExit,
+    OpeningPath,
+    check_approach_cfg,
+    check_offset_cfg,
+)
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, norm
 from rearrange.tasks.skill_base import SkillTask, ee_to_rest, holding_object, read_config
@@ -90,6 +98,7 @@ class PlaceTask(SkillTask):
         self.dist = DistanceDelta(self.reward_cfg.dist_reward)
         self.approach = ApproachShaping(*check_approach_cfg(cfg["reward"], self.name))
         self.path = OpeningPath(check_offset_cfg(cfg["reward"], "opening_path_offset", self.name))
+        self.exit = ContainerExit(check_offset_cfg(cfg["reward"], "exit_offset", self.name))
         self.grasp_noise = GraspNoise.from_node(cfg.get("start_grasp"))
         self.target: str | None = None
         self.goal = np.zeros(3)
@@ -116,6 +125,7 @@ class PlaceTask(SkillTask):
             self.force.reset()
         self.mode = "object"
         self.path.reset(sim, self.goal, episode.targets[0].goal_receptacle)
+        self.exit.reset(sim, episode.targets[0].goal_receptacle)
         self.dist.reset(self.path.distance(sim.object_pos(self.target)))
         self.approach.reset(sim, self.goal, episode.targets[0].goal_receptacle)
         if sim.grasped != self.target:
@@ -162,7 +172,7 @@ class PlaceTask(SkillTask):
             dist_term = self.dist(self.path.distance(sim.object_pos(self.target)))
             terms["dist"] = dist_term if obj_to_goal >= r.min_dist_to_goal else 0.0
         else:
-            terms["dist"] = self.dist(ee_to_rest(sim))
+            terms["dist"] = self.dist(self.rest_distance(sim))
         terms["approach"] = self.approach(sim)
         terminated |= self._force_step(sim, terms, info)
         success = (not holding_object(sim)) and at_goal and ee_to_rest(sim) < s.ee_resting_threshold
@@ -171,6 +181,11 @@ class PlaceTask(SkillTask):
             terminated |= s.end_on_success
         self._guard_release(sim)
         return self._task_step(terms, terminated, success, info)
+
+    def rest_distance(self, sim: RearrangeSim) -> float:
+        """The dense term's distance after a release at the goal: ee->rest, plus (`exit_offset` > 0, a fridge
+        shelf) the ee's remaining way out of the compartment."""
+        return ee_to_rest(sim) + self.exit.depth(sim.ee_pos)
 
     def _guard_release(self, sim: RearrangeSim) -> None:
         """`skill.release_guard`: while the target is held further than that from its goal, the next step's
