@@ -183,15 +183,16 @@ class OpeningPath:
 
 
 class ContainerExit:
-    """How far a held object still has to travel out of a fridge compartment (pick, `exit_offset` > 0).
+    """How far a point still has to travel out of a fridge compartment (`exit_offset` > 0; pick, place).
 
     After the grasp habitat pays pick for the decrease of |ee - rest| in the base frame. Inside a fridge
     compartment the way to rest goes up through the board above, and the way out (the base backing away,
     the arm drawn back) leaves that distance unchanged: nothing pays for leaving. With `offset` > 0 and the
     target on a receptacle of a hinged container, `depth(point)` is how far `point` lies behind a plane
     `offset` in front of the receptacle's front edge, along the opening's outward direction (0 once past
-    it); pick adds it to the ee->rest distance of its dense term. A potential difference, so the best
-    policy is unchanged; 0 for every other receptacle and with `offset` 0 (habitat).
+    it); pick adds it, for the held object, to the ee->rest distance of its dense term, and place, for the
+    gripper, to the same distance after a release at the goal. A potential difference, so the best policy is
+    unchanged; 0 for every other receptacle and with `offset` 0 (habitat).
     """
 
     def __init__(self, offset: float) -> None:
@@ -200,7 +201,8 @@ class ContainerExit:
         self.front = 0.0
 
     def reset(self, sim: RearrangeSim, receptacle: str | None) -> None:
-        """Set the container from the target's start `receptacle` (a name in the sim's layout, or None)."""
+        """Set the container from `receptacle` (pick: the target's start, place: its goal; a name in the sim's
+        layout, or None)."""
         self.out = None
         frame = hinged_opening_frame(sim, receptacle) if self.offset > 0.0 else None
         if frame is not None:
