@@ -130,8 +130,8 @@ def hinged_opening_frame(sim: RearrangeSim, receptacle: str | None
 
 
 def check_offset_cfg(reward_cfg: Mapping[str, Any], key: str, skill: str) -> float:
-    """A [0, 1] m offset of a reward config (place's `opening_path_offset`, pick's `exit_offset`; absent:
-    0.0, off); ValueError on a bad value."""
+    """A [0, 1] m offset of a reward config (place's `opening_path_offset`, pick's and place's `exit_offset`;
+    absent: 0.0, off); ValueError on a bad value."""
     return check_range(f"skill.reward.{key}", reward_cfg.get(key, 0.0), 0.0, 1.0, unit="m", where=f", skill {skill}")
 
 
