@@ -227,7 +227,10 @@ def main(argv: list[str] | None = None) -> None:
         check_config(cfg)
         episodes_path = prepare_dataset(cfg, output_dir)
     except (KeyError, ValueError, ConfigError) as exc:  # EpisodeFileError is a ValueError
-        exit_with_error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if ckpt is not None and cfg.dataset.path is not None and not Path(str(cfg.dataset.path)).exists():
+            message += " (the resumed run's dataset.path: rebuild that file, or resume with dataset.path=FILE)"
+        exit_with_error(message)
 
     critic_only = list(skill_cfg.get("critic_obs_keys") or [])
     print(f"training skill {skill.name} (profile {cfg.get('profile', 'unknown')}): obs {', '.join(skill.obs_keys)}"

@@ -67,6 +67,24 @@ def test_resume_without_checkpoint_exits_2(capsys, tmp_path):
     assert code == 2 and "no checkpoint" in err and len(err.splitlines()) == 1
 
 
+def test_resume_whose_episode_file_is_gone_names_dataset_path(capsys, tmp_path):
+    """A training state records its episode file (the shipped ones under runs/, not in git): resuming one whose
+    file is gone is one line naming the file and the override, and writes nothing."""
+    from pathlib import Path
+
+    from trainer.checkpoint import load_checkpoint, save_checkpoint
+
+    shipped = Path(__file__).resolve().parents[1] / "checkpoints" / "place_cpu_run" / "checkpoints"
+    state = load_checkpoint(next(shipped.glob("ckpt_*.pt")))
+    gone = tmp_path / "place_train_gone.json.gz"
+    state["config"]["dataset"]["path"] = str(gone)
+    save_checkpoint(tmp_path / "state" / "ckpt_000000000001.pt", state)
+    code, err = run_cli(["--resume", str(tmp_path / "state"), "--out", str(tmp_path / "r")], capsys)
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"{gone} does not exist" in err and "dataset.path=FILE" in err
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.slow
 def test_tiny_run_writes_checkpoint_that_skill_policy_runs(tmp_path):
     from rearrange.env import RearrangeEnv
