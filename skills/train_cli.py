@@ -228,7 +228,8 @@ def main(argv: list[str] | None = None) -> None:
         episodes_path = prepare_dataset(cfg, output_dir)
     except (KeyError, ValueError, ConfigError) as exc:  # EpisodeFileError is a ValueError
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if ckpt is not None and cfg.dataset.path is not None and not Path(str(cfg.dataset.path)).exists():
+        if (isinstance(exc, EpisodeFileError) and ckpt is not None and cfg.dataset.path is not None
+                and not Path(str(cfg.dataset.path)).exists()):  # only the episode file's own error gets the hint
             message += " (the resumed run's dataset.path: rebuild that file, or resume with dataset.path=FILE)"
         exit_with_error(message)
 
