@@ -4,7 +4,7 @@
 # house. Run 25's stage 1 (32 envs, learner bf16, episode balance 0.5) on 1,000 starts up to 14 m + 200 ordinary ones.
 # Stopped by SIGTERM at 3,719,136 of its 5,000,000 steps (94.8 min at 654 steps/s, a 2-core Intel Xeon; NavPick there
 # 0.46 [0.32, 0.60], tp-srl-nonav, Tidy House, 50 val, seed 0; the shipped pick 0.32), then resumed to the end of its
-# schedule (`train-skill --resume runs/s74/r1`, 31 min): 5,001,152 steps. Here: that final state (pick.pt is its policy).
+# schedule (`train-skill --resume runs/s74/r1`, 34.7 min): 5,001,152 steps. Here: that final state (pick.pt is its policy).
 # Code of commit 211ad37; run from the repository root.
 set -e
 D=checkpoints/candidates/pick_nonav_r28
