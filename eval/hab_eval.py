@@ -56,7 +56,8 @@ EXAMPLES = """examples:
 checkpoints of the learned agents (tp-srl, tp-srl-nonav), per skill: agent.checkpoints.<skill>=PATH (a .pt
 file or a train-skill run folder), else from --checkpoint-dir DIR: DIR/<skill>.pt or the newest
 DIR/<skill>/checkpoints/ckpt_<step>.pt (train-skill's layout: --checkpoint-dir runs/skill); with neither,
-the checkpoints shipped in the repository's checkpoints/<skill>.pt. Each skill observes the env with the
+the checkpoints shipped in the repository's checkpoints/<skill>.pt (tp-srl-nonav: its own pick,
+checkpoints/nonav/pick.pt, trained to cross the house to the object). Each skill observes the env with the
 camera settings it was trained with (its checkpoint's sim.camera.head), so skills trained at different
 depth sizes or backends run together. agent.oracle_skills=[...] runs those skills with their oracle
 controllers instead (no checkpoint needed; recorded in results.json), to measure some learned skills
@@ -97,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-dir", default=None, metavar="DIR",
                    help="learned skills' checkpoints: DIR/<skill>.pt or the newest "
                         "DIR/<skill>/checkpoints/ckpt_<step>.pt, e.g. runs/skill (default: the shipped "
-                        "checkpoints/<skill>.pt; agent.checkpoints.<skill>=PATH wins)")
+                        "checkpoints/<skill>.pt, tp-srl-nonav's pick checkpoints/nonav/pick.pt; "
+                        "agent.checkpoints.<skill>=PATH wins)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="run the episodes in N processes, same results as one (default: eval.workers, 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -223,7 +225,8 @@ def _set_up(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappin
     if agent_type != "oracle":
         try:
             learned = [s for s in needed if s not in oracle_skills]
-            checkpoints = resolve_checkpoints(learned, cfg["agent"]["checkpoints"], checkpoint_dir)
+            checkpoints = resolve_checkpoints(learned, cfg["agent"]["checkpoints"], checkpoint_dir,
+                                              agent_type=agent_type)
         except CheckpointMissing as exc:
             raise UsageError(str(exc)) from None
         # skills only a re-plan may call (a drawer the base pushed shut is opened again): loaded too where
@@ -231,7 +234,8 @@ def _set_up(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappin
         for skill in skills_in_plans([], agent_type, every_skill=True):
             if skill not in oracle_skills and skill not in checkpoints:
                 with contextlib.suppress(CheckpointMissing):
-                    checkpoints.update(resolve_checkpoints([skill], cfg["agent"]["checkpoints"], checkpoint_dir))
+                    checkpoints.update(resolve_checkpoints([skill], cfg["agent"]["checkpoints"], checkpoint_dir,
+                                                           agent_type=agent_type))
     agent = make_agent(agent_type, cfg["agent"], checkpoints)
     if agent_type != "oracle":
         try:

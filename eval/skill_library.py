@@ -5,7 +5,9 @@ Checkpoints (`resolve_checkpoints`), per skill, the first of:
 2. `--checkpoint-dir DIR`: `DIR/<skill>.pt`, else the newest `DIR/<skill>/checkpoints/ckpt_<step>.pt`
    (`train-skill` writes there, by default under `runs/skill/<skill>/`, so `--checkpoint-dir runs/skill`
    evaluates the latest state of every skill's run);
-3. neither given: the checkpoint shipped in the repository, `checkpoints/<skill>.pt` (`SHIPPED_CHECKPOINTS`).
+3. neither given: the checkpoint shipped in the repository, `checkpoints/<skill>.pt` (`SHIPPED_CHECKPOINTS`);
+   an agent type with a folder in `AGENT_CHECKPOINT_DIRS` takes `checkpoints/<folder>/<skill>.pt` first where
+   that exists (tp-srl-nonav's pick, trained to cross the house to its object: `checkpoints/nonav/pick.md`).
 Nothing found is a `CheckpointMissing` whose one line names the skill, what was searched and how to pass one.
 
 Observations (`LearnedSkills.serve_observations`): each checkpoint's config holds the `sim` node it was
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 GRIP = ACTION_SLICES["grip"].start
 # the trained skills that ship with the repository: checkpoints/<skill>.pt (found from this file, not the cwd)
 SHIPPED_CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
+# skills shipped for one agent type only, under SHIPPED_CHECKPOINTS/<folder>/<skill>.pt: that agent's default
+AGENT_CHECKPOINT_DIRS = {"tp-srl-nonav": "nonav"}
 
 Sensor = Callable[[Any, SensorTarget], np.ndarray]
 
@@ -245,10 +249,17 @@ def checkpoint_at(path: str | os.PathLike) -> Path | None:
     return newest_in_run(path) if path.is_dir() else None
 
 
-def shipped_checkpoint(skill: str, shipped_dir: str | os.PathLike | None = None) -> Path | None:
-    """The shipped checkpoint `<shipped_dir>/<skill>.pt` (default: SHIPPED_CHECKPOINTS), or None."""
-    path = Path(SHIPPED_CHECKPOINTS if shipped_dir is None else shipped_dir) / f"{skill}.pt"
-    return path if path.is_file() else None
+def shipped_checkpoint(skill: str, shipped_dir: str | os.PathLike | None = None,
+                       agent_type: str | None = None) -> Path | None:
+    """The shipped checkpoint of a skill, or None: `<shipped_dir>/<folder>/<skill>.pt` where `agent_type`
+    has a folder in AGENT_CHECKPOINT_DIRS and that file exists, else `<shipped_dir>/<skill>.pt`
+    (`shipped_dir` default: SHIPPED_CHECKPOINTS)."""
+    root = Path(SHIPPED_CHECKPOINTS if shipped_dir is None else shipped_dir)
+    folder = AGENT_CHECKPOINT_DIRS.get(agent_type or "")
+    for path in ([root / folder / f"{skill}.pt"] if folder else []) + [root / f"{skill}.pt"]:
+        if path.is_file():
+            return path
+    return None
 
 
 def find_in_dir(skill: str, checkpoint_dir: str | os.PathLike) -> Path:
@@ -270,9 +281,11 @@ def find_in_dir(skill: str, checkpoint_dir: str | os.PathLike) -> Path:
 
 def resolve_checkpoints(skills: Sequence[str], configured: Mapping[str, Any],
                         checkpoint_dir: str | os.PathLike | None,
-                        shipped_dir: str | os.PathLike | None = None) -> dict[str, Path]:
+                        shipped_dir: str | os.PathLike | None = None,
+                        agent_type: str | None = None) -> dict[str, Path]:
     """Checkpoint path of each skill: `agent.checkpoints.<skill>`, else found in `checkpoint_dir`, else
-    (no dir given) the shipped one; see the module docstring. `CheckpointMissing` (one line) otherwise."""
+    (no dir given) the one shipped for `agent_type`; see the module docstring. `CheckpointMissing` (one
+    line) otherwise."""
     out: dict[str, Path] = {}
     for skill in skills:
         value = configured.get(skill)
@@ -285,7 +298,7 @@ def resolve_checkpoints(skills: Sequence[str], configured: Mapping[str, Any],
         elif checkpoint_dir is not None:
             out[skill] = find_in_dir(skill, checkpoint_dir)
         else:
-            found = shipped_checkpoint(skill, shipped_dir)
+            found = shipped_checkpoint(skill, shipped_dir, agent_type)
             if found is None:
                 shipped = Path(SHIPPED_CHECKPOINTS if shipped_dir is None else shipped_dir) / f"{skill}.pt"
                 raise CheckpointMissing(

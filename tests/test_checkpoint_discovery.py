@@ -69,6 +69,23 @@ def test_shipped_checkpoints_are_the_default(tmp_path, monkeypatch):
     assert "--checkpoint-dir" in msg and "agent.checkpoints.pick" in msg
 
 
+def test_the_agent_without_nav_has_its_own_shipped_pick(tmp_path):
+    """tp-srl-nonav's default pick is checkpoints/nonav/pick.pt (it crosses the house to the object); every
+    other skill, and every skill of tp-srl, is the shared checkpoints/<skill>.pt; a shipped folder without
+    a nonav/ pick falls back to the shared one."""
+    both = ["pick", "place"]
+    assert resolve_checkpoints(both, {}, None, agent_type="tp-srl-nonav") == {
+        "pick": SHIPPED / "nonav" / "pick.pt", "place": SHIPPED / "place.pt"}
+    assert resolve_checkpoints(both, {}, None, agent_type="tp-srl") == {
+        "pick": SHIPPED / "pick.pt", "place": SHIPPED / "place.pt"}
+    other = tmp_path / "other.pt"
+    other.write_bytes(b"")
+    assert resolve_checkpoints(["pick"], {"pick": str(other)}, None, agent_type="tp-srl-nonav") == {"pick": other}
+    (tmp_path / "pick.pt").write_bytes(b"")
+    assert resolve_checkpoints(["pick"], {}, None, shipped_dir=tmp_path, agent_type="tp-srl-nonav") == {
+        "pick": tmp_path / "pick.pt"}
+
+
 def test_eval_hab_runs_from_a_train_skill_folder_and_from_shipped_defaults(tmp_path, monkeypatch):
     from eval.hab_eval import main
 
@@ -92,6 +109,12 @@ def test_eval_hab_runs_from_a_train_skill_folder_and_from_shipped_defaults(tmp_p
     assert main([*argv, "--out", str(tmp_path / "b")]) == 0
     result = json.loads((tmp_path / "b" / "results.json").read_text())
     assert result["checkpoints"] == {"pick": str(shipped / "pick.pt"), "place": str(shipped / "place.pt")}
+    # a pick shipped for the agent without nav (shipped/nonav/pick.pt) is the one it runs
+    (shipped / "nonav").mkdir()
+    (shipped / "nonav" / "pick.pt").write_bytes(newest["pick"].read_bytes())
+    assert main([*argv, "--out", str(tmp_path / "c")]) == 0
+    result = json.loads((tmp_path / "c" / "results.json").read_text())
+    assert result["checkpoints"] == {"pick": str(shipped / "nonav" / "pick.pt"), "place": str(shipped / "place.pt")}
 
 
 def test_eval_hab_names_a_skill_with_no_shipped_checkpoint(tmp_path, monkeypatch, capsys):

@@ -15,14 +15,15 @@ from skills.policy import SkillPolicy
 
 SHIPPED = sorted(SHIPPED_CHECKPOINTS.glob("*.pt"))
 NO_BASE = sorted((SHIPPED_CHECKPOINTS / "no_base").glob("*.pt"))  # the ablation without base movement
+NONAV = sorted((SHIPPED_CHECKPOINTS / "nonav").glob("*.pt"))  # tp-srl-nonav's own skills (eval/skill_library.py)
 
 
 def test_some_policy_is_shipped():
     assert SHIPPED, f"no checkpoints in {SHIPPED_CHECKPOINTS}"
 
 
-@pytest.mark.parametrize("path", SHIPPED + NO_BASE,
-                         ids=[p.stem for p in SHIPPED] + [f"no_base/{p.stem}" for p in NO_BASE])
+@pytest.mark.parametrize("path", SHIPPED + NO_BASE + NONAV,
+                         ids=[p.stem for p in SHIPPED] + [f"{p.parent.name}/{p.stem}" for p in NO_BASE + NONAV])
 def test_shipped_checkpoint_loads_and_steps_in_its_skill_env(path):
     policy = SkillPolicy.from_checkpoint(path)
     assert policy.skill.name == path.stem
