@@ -249,12 +249,18 @@ def checkpoint_at(path: str | os.PathLike) -> Path | None:
     return newest_in_run(path) if path.is_dir() else None
 
 
+def _shipped_root(shipped_dir: str | os.PathLike | None) -> Path:
+    """The folder of shipped checkpoints: `shipped_dir`, default SHIPPED_CHECKPOINTS (read at call time, so
+    tests can point it elsewhere)."""
+    return Path(SHIPPED_CHECKPOINTS if shipped_dir is None else shipped_dir)
+
+
 def shipped_checkpoint(skill: str, shipped_dir: str | os.PathLike | None = None,
                        agent_type: str | None = None) -> Path | None:
     """The shipped checkpoint of a skill, or None: `<shipped_dir>/<folder>/<skill>.pt` where `agent_type`
     has a folder in AGENT_CHECKPOINT_DIRS and that file exists, else `<shipped_dir>/<skill>.pt`
     (`shipped_dir` default: SHIPPED_CHECKPOINTS)."""
-    root = Path(SHIPPED_CHECKPOINTS if shipped_dir is None else shipped_dir)
+    root = _shipped_root(shipped_dir)
     folder = AGENT_CHECKPOINT_DIRS.get(agent_type or "")
     for path in ([root / folder / f"{skill}.pt"] if folder else []) + [root / f"{skill}.pt"]:
         if path.is_file():
@@ -300,7 +306,7 @@ def resolve_checkpoints(skills: Sequence[str], configured: Mapping[str, Any],
         else:
             found = shipped_checkpoint(skill, shipped_dir, agent_type)
             if found is None:
-                shipped = Path(SHIPPED_CHECKPOINTS if shipped_dir is None else shipped_dir) / f"{skill}.pt"
+                shipped = _shipped_root(shipped_dir) / f"{skill}.pt"
                 raise CheckpointMissing(
                     f"no checkpoint for skill '{skill}': none shipped (no {shipped}); "
                     f"pass --checkpoint-dir DIR (DIR/{skill}.pt or a train-skill run "

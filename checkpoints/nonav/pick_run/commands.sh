@@ -14,15 +14,16 @@ OLD="trainer.overlap_learning=false trainer.ppo.proximal_policy=behaviour"
 N32="trainer.num_envs=32 trainer.envs_per_worker=16"
 NP="trainer.progress_bar=false trainer.ppo.learner_bf16=true skill.episode_balance.mix=0.5 skill.obs_keys=[head_depth,obj_start_sensor,obj_path_compass,joint,is_holding,relative_resting_position,base_blocked]"
 OS="skill.oracle_start.prob=0.3 skill.oracle_start.max_prefix_steps=250"
-# the episodes (episodes/pick_far_mix_1645.json.gz): stop 73's 1,000 train starts up to 14 m (make-episodes --kind pick
-# --split train --count 1000 --seed 51 spawn.max_dist=14 spawn.see_opening=false), pick's 400-episode mix and its 245
-# bottom-level fridge starts
-python -m rearrange.mix_episodes --out $R/pick_far_mix_1645.json.gz --seed 75 runs/s73/pick_far_1000.json.gz $E/pick_train_mix_400.json.gz $E/pick_train_bottom_245_seed5.json.gz
+# the episodes, shipped here: stop 73's 1,000 train starts up to 14 m (make-episodes --kind pick --split train --count
+# 1000 --seed 51 --out runs/s73/pick_far_1000.json.gz spawn.max_dist=14 spawn.see_opening=false), pick's 400-episode
+# mix and its 245 bottom-level fridge starts, made with
+# python -m rearrange.mix_episodes --out runs/s75/pick_far_mix_1645.json.gz --seed 75 runs/s73/pick_far_1000.json.gz $E/pick_train_mix_400.json.gz $E/pick_train_bottom_245_seed5.json.gz
+EP=checkpoints/nonav/pick_run/episodes/pick_far_mix_1645.json.gz
 # stage A: oracle starts, lr 1e-4, overlap off (run 25's stages 2-3)
-train-skill --skill pick --out $R/ra $OLD $N32 $NP $OS trainer.init_from=$C/checkpoints/ckpt_000005001152.pt trainer.ppo.lr=1e-4 trainer.total_steps=1500000 trainer.checkpoint_interval=50 trainer.checkpoint_keep=2 dataset.path=$R/pick_far_mix_1645.json.gz
+train-skill --skill pick --out $R/ra $OLD $N32 $NP $OS trainer.init_from=$C/checkpoints/ckpt_000005001152.pt trainer.ppo.lr=1e-4 trainer.total_steps=1500000 trainer.checkpoint_interval=50 trainer.checkpoint_keep=2 dataset.path=$EP
 # stage B: lr 5e-5, the way back out of the fridge's bottom compartment paid for, VER overlap on (run 25's stages 4-5);
 # its length filled the session's time at stage A's speed
-train-skill --skill pick --out $R/rb $N32 $NP $OS trainer.init_from=$R/ra trainer.ppo.lr=5e-5 skill.reward.exit_offset=0.1 trainer.total_steps=1554432 trainer.checkpoint_interval=50 trainer.checkpoint_keep=2 dataset.path=$R/pick_far_mix_1645.json.gz
+train-skill --skill pick --out $R/rb $N32 $NP $OS trainer.init_from=$R/ra trainer.ppo.lr=5e-5 skill.reward.exit_offset=0.1 trainer.total_steps=1554432 trainer.checkpoint_interval=50 trainer.checkpoint_keep=2 dataset.path=$EP
 python -m skills.export $(ls $R/rb/checkpoints/ckpt_*.pt | sort | tail -1) $R/pick.pt
 # the evaluations (docs/RESULTS.md stop 75):
 eval-hab --scenario tidy_house --agent tp-srl-nonav --episodes 50 --split val --workers 2 agent.checkpoints.pick=$R/pick.pt   # NavPick 0.82
