@@ -130,8 +130,9 @@ def receptacle_group(env: Any) -> str | None:
 def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarray], None] | None,
                 skill: str, video_cfg: Mapping[str, Any]) -> dict[str, Any]:
     """One episode (the dataset's `index`-th); returns its id, success, why it ended, where its target
-    is, return, steps, final measures and how many objects fell to the floor (`eval/floor_watch.py`: the
-    target or any other object, knocked off or let go)."""
+    is, return, steps, final measures, how many objects fell to the floor (`eval/floor_watch.py`: the
+    target or any other object, knocked off or let go) and whether the held object pushed its goal's container
+    toward closed (place's `shut` flag, raised on the step it happens)."""
     from eval.floor_watch import FloorWatch
 
     obs, info = env.reset(options={"episode_index": index})
@@ -139,7 +140,7 @@ def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarr
     agent.reset(env, obs)
     episode_id = env.current_episode.episode_id
     group = receptacle_group(env)
-    total, steps, success = 0.0, 0, False
+    total, steps, success, shut = 0.0, 0, False, False
     every = max(1, int(video_cfg.get("every", 1)))
 
     def frame(reward: float) -> None:
@@ -162,6 +163,7 @@ def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarr
         total += float(reward)
         steps += 1
         success = bool(info.get("success", 0.0) > 0.5)
+        shut |= bool(info.get("shut", 0.0) > 0.5)
         done = terminated or truncated
         if steps % every == 0 or done:
             frame(float(reward))
@@ -170,7 +172,7 @@ def run_episode(env: Any, agent: Any, index: int, frame_sink: Callable[[np.ndarr
     measures = {k: float(v) for k, v in info.items() if isinstance(v, (int, float)) and math.isfinite(float(v))}
     measures.update({"return": total, "steps": float(steps)})
     return {"episode_id": str(episode_id), "success": success, "end": end_reason(success, terminated, info),
-            "receptacle": group, "measures": measures, "floor_drops": len(floor.drops)}
+            "receptacle": group, "measures": measures, "floor_drops": len(floor.drops), "shut": shut}
 
 
 # per skill, the distance measure that tells how far a timed-out episode got, with the object held and without
@@ -233,6 +235,7 @@ def breakdown(rows: Sequence[Mapping[str, Any]], skill: str = "") -> dict[str, A
             g[1] += 1
     drops = [int(r.get("floor_drops", 0)) for r in rows]
     return {"floor_drops": {"objects": sum(drops), "episodes": sum(d > 0 for d in drops)},
+            "goal_container_pushed": sum(bool(r.get("shut")) for r in rows),
             "ends": dict(sorted(ends.items(), key=lambda kv: -kv[1])),
             "by_receptacle": {k: {"success": v[0], "episodes": v[1]} for k, v in sorted(groups.items())},
             "timeouts": timeout_breakdown(rows, skill)}
@@ -378,6 +381,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if parts["floor_drops"]["objects"]:
         print(f"  objects fallen to the floor: {parts['floor_drops']['objects']} in {parts['floor_drops']['episodes']} "
               "episodes")
+    if parts["goal_container_pushed"]:
+        print(f"  goal container pushed toward closed while held: {parts['goal_container_pushed']} episodes")
     if parts["by_receptacle"]:
         print("  by target receptacle: " + ", ".join(
             f"{k} {v['success']}/{v['episodes']}" for k, v in parts["by_receptacle"].items()))
@@ -477,8 +482,9 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
         if skill != "place":  # the one skill with an in-hand start pose and a training-only episode end
             return skill_cfg
         # every place policy is judged by habitat's episode ends: an object that leaves the goal after its
-        # release runs on to the timeout, whatever skill.reward.displaced_should_end it trained with
-        reward = {**skill_cfg.get("reward", {}), "displaced_should_end": False}
+        # release, or a goal container pushed toward closed, runs on to the timeout, whatever
+        # skill.reward.displaced_should_end or shut_should_end it trained with
+        reward = {**skill_cfg.get("reward", {}), "displaced_should_end": False, "shut_should_end": False}
         return {**skill_cfg, "start_grasp": dict(start_grasp or {}), "reward": reward}
 
     if isinstance(agent, PolicyAgent):

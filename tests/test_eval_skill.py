@@ -229,8 +229,9 @@ def test_worker_processes_give_the_same_rows_as_one_process(skill, agent_args, t
 
 
 def test_place_policies_are_judged_by_habitats_episode_ends():
-    """A place policy trained with skill.reward.displaced_should_end (a training-only end) is evaluated with an
-    object that leaves the goal running on to the timeout, like every other policy."""
+    """A place policy trained with skill.reward.displaced_should_end or shut_should_end (training-only ends) is
+    evaluated with an object that leaves the goal, or a goal drawer pushed shut, running on to the timeout, like
+    every other policy."""
     import copy
 
     from eval.skill_eval import PolicyAgent, _make_env
@@ -240,9 +241,10 @@ def test_place_policies_are_judged_by_habitats_episode_ends():
     policy = SkillPolicy.from_checkpoint("checkpoints/place.pt", deterministic=True)
     policy.config = copy.deepcopy(policy.config)
     policy.config["skill"]["reward"]["displaced_should_end"] = True
+    policy.config["skill"]["reward"]["shut_should_end"] = True
     env = _make_env(PolicyAgent(policy), "place", generate_episodes("place", "val", 1, 0), "checkpoints/place.pt")
     try:
-        assert env.task.reward_cfg.displaced_should_end is False
+        assert env.task.reward_cfg.displaced_should_end is False and env.task.reward_cfg.shut_should_end is False
         assert env.task.reward_cfg.displaced_pen == policy.config["skill"]["reward"].get("displaced_pen", 0.0)
     finally:
         env.close()
@@ -286,3 +288,42 @@ def test_objects_fallen_to_the_floor_are_counted():
         env.close()
     assert row["floor_drops"] == 1 and row["end"] == "timeout"
     assert breakdown([row, row, {**row, "floor_drops": 0}])["floor_drops"] == {"objects": 2, "episodes": 2}
+
+
+class _ShutTheDrawerOnce:
+    """Holds the object still; on its first step pushes the goal's drawer 0.2 m toward closed."""
+
+    def reset(self, env, obs):
+        self.first = True
+
+    def act(self, env, obs):
+        import numpy as np
+
+        if self.first:
+            drawer = env.task.container
+            env.sim.set_art_q(drawer, env.sim.art_q(drawer) - 0.2)
+            self.first = False
+        action = np.zeros(10)  # arm 7, grip, base 2
+        action[7] = 1.0  # keep holding
+        return action
+
+
+def test_a_goal_drawer_pushed_shut_is_counted():
+    """eval-skill flags an episode whose held object pushed its goal's drawer toward closed (place's `shut`, raised on
+    one step only) and counts those episodes in the breakdown; the episode runs on (habitat's ends)."""
+    from eval.skill_eval import breakdown, run_episode
+    from rearrange.env import RearrangeEnv
+    from rearrange.generate import generate_episodes
+    from rearrange.tasks.skill_tasks import load_skill_config, make_skill_task
+
+    cfg = load_skill_config("place")
+    cfg["max_steps"] = 5
+    episode = next(e for e in generate_episodes("place", "train", 12, 0) if e.info["receptacle_kind"] == "drawer")
+    env = RearrangeEnv(make_skill_task(cfg), [episode], sim_cfg={"camera": {"head": {"width": 32, "height": 32}}})
+    env.reset(seed=0)
+    try:
+        row = run_episode(env, _ShutTheDrawerOnce(), 0, None, "place", {})
+    finally:
+        env.close()
+    assert row["shut"] is True and row["end"] == "timeout"
+    assert breakdown([row, {**row, "shut": False}, row])["goal_container_pushed"] == 2

@@ -166,3 +166,31 @@ def test_place_reward_falloff_pays_a_closer_release_more(falloff):
 def test_place_reward_falloff_above_one_is_named():
     with pytest.raises(ValueError, match="place_reward_falloff"):
         make_env("place", reward__place_reward_falloff=1.5)
+
+
+@pytest.mark.parametrize("end", [False, True])
+def test_pushing_the_goal_drawer_shut_while_holding_costs_once(end):
+    """shut_pen > 0 (deviation): the held object pushing its goal's drawer toward closed costs shut_pen once
+    (inside Tidy House the object then fell in front of the shut drawer); shut_should_end ends the episode."""
+    from rearrange.generate import generate_episodes
+
+    episode = next(e for e in generate_episodes("place", "train", 12, 0) if e.info["receptacle_kind"] == "drawer")
+    env = make_env("place", [episode], reward__shut_pen=3.0, reward__shut_should_end=end)
+    sim, task = env.sim, env.task
+    drawer = task.container
+    assert drawer is not None and drawer.startswith("drawer") and sim.grasped == task.target
+    opened = sim.art_q(drawer)
+    _, _, term, _, info = env.step(action(env, grip=1.0))  # standing still: the drawer stays where it is
+    assert "shut" not in info and "reward/shut" not in info and not term
+    sim.set_art_q(drawer, opened - 0.2)  # pushed 0.2 m toward closed
+    _, _, term, _, info = env.step(action(env, grip=1.0))
+    assert info["shut"] == 1.0 and info["reward/shut"] == -3.0 and term == end
+    if not end:
+        _, _, term, _, info = env.step(action(env, grip=1.0))  # once only
+        assert "reward/shut" not in info
+    env.close()
+
+
+def test_place_shut_dist_must_be_positive():
+    with pytest.raises(ValueError, match="skill.reward.shut_dist"):
+        make_env("place", reward__shut_dist=0.0)
