@@ -22,15 +22,19 @@ def skill_env_on(skill: str, receptacle_kind: str, reward_key: str, value: float
     and shared, or (`fresh`) a new one of its own for a test that steps it."""
     key = (skill, receptacle_kind, reward_key, value)
     if fresh or key not in _ENVS:
-        from rearrange.generate import generate_episodes
-
-        episode = next(e for e in generate_episodes(skill, "train", 12, 0)
-                       if e.info["receptacle_kind"] == receptacle_kind)
-        env = make_env(skill, [episode], **{f"reward__{reward_key}": value})
+        env = make_env(skill, [episode_on(skill, receptacle_kind)], **{f"reward__{reward_key}": value})
         if fresh:
             return env
         _ENVS[key] = env
     return _ENVS[key]
+
+
+def episode_on(skill: str, receptacle_kind: str) -> Any:
+    """The first train episode (seed 0) of `skill` whose target is on a `receptacle_kind` (surface, fridge,
+    drawer)."""
+    from rearrange.generate import generate_episodes
+
+    return next(e for e in generate_episodes(skill, "train", 12, 0) if e.info["receptacle_kind"] == receptacle_kind)
 
 
 _EPISODES: dict[str, list] = {}

@@ -311,15 +311,15 @@ class _ShutTheDrawerOnce:
 def test_a_goal_drawer_pushed_shut_is_counted():
     """eval-skill flags an episode whose held object pushed its goal's drawer toward closed (place's `shut`, raised on
     one step only) and counts those episodes in the breakdown; the episode runs on (habitat's ends)."""
+    from reward_envs import episode_on
+
     from eval.skill_eval import breakdown, run_episode
     from rearrange.env import RearrangeEnv
-    from rearrange.generate import generate_episodes
     from rearrange.tasks.skill_tasks import load_skill_config, make_skill_task
 
     cfg = load_skill_config("place")
     cfg["max_steps"] = 5
-    episode = next(e for e in generate_episodes("place", "train", 12, 0) if e.info["receptacle_kind"] == "drawer")
-    env = RearrangeEnv(make_skill_task(cfg), [episode], sim_cfg={"camera": {"head": {"width": 32, "height": 32}}})
+    env = RearrangeEnv(make_skill_task(cfg), [episode_on("place", "drawer")], sim_cfg={"camera": {"head": {"width": 32, "height": 32}}})
     env.reset(seed=0)
     try:
         row = run_episode(env, _ShutTheDrawerOnce(), 0, None, "place", {})

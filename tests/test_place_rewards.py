@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from reward_envs import action, arm_toward, episodes, make_env
+from reward_envs import action, arm_toward, episode_on, episodes, make_env
 
 from rearrange.tasks.skill_tasks import load_skill_config
 
@@ -172,10 +172,7 @@ def test_place_reward_falloff_above_one_is_named():
 def test_pushing_the_goal_drawer_shut_while_holding_costs_once(end):
     """shut_pen > 0 (deviation): the held object pushing its goal's drawer toward closed costs shut_pen once
     (inside Tidy House the object then fell in front of the shut drawer); shut_should_end ends the episode."""
-    from rearrange.generate import generate_episodes
-
-    episode = next(e for e in generate_episodes("place", "train", 12, 0) if e.info["receptacle_kind"] == "drawer")
-    env = make_env("place", [episode], reward__shut_pen=3.0, reward__shut_should_end=end)
+    env = make_env("place", [episode_on("place", "drawer")], reward__shut_pen=3.0, reward__shut_should_end=end)
     sim, task = env.sim, env.task
     drawer = task.container
     assert drawer is not None and drawer.startswith("drawer") and sim.grasped == task.target
