@@ -76,6 +76,7 @@ from rearrange.tasks.skill_tasks import load_skill_config
 from skills.definitions import SkillDef, SkillMonitor
 
 STOP = ACTION_SLICES["stop"].start
+BASE = ACTION_SLICES["base"]
 # what the termination predicates read (skills.definitions); computed every step for every agent
 MONITOR_KEYS = ("is_holding", "relative_resting_position")
 UNCHECKED_EFFECTS = ("in",)
@@ -134,6 +135,7 @@ class HabAgent:
         self.release_gate = ReleaseGate(s.release_guard, s.release_settle_steps, s.release_settle_speed) \
             if replan_mode else ReleaseGate()
         self.push_guard = PushGuard(s.pick_push_guard if replan_mode else 0.0)
+        self.pick_base_scale = s.pick_base_scale if replan_mode else 1.0
         # called as `on_skill_start(env, call, retry)` just before a skill call's first step (after its
         # arm reset and back-off), e.g. to save the states a skill starts from (eval/skill_starts.py)
         self.on_skill_start: Callable[[Any, SkillCall, bool], None] | None = None
@@ -280,6 +282,8 @@ class HabAgent:
             full = controller.act(sim, obs)
             skill_action = full.copy()
             full[STOP] = 0.0  # a skill's stop ends the skill, never the episode
+            if call.skill == "pick":
+                full[BASE] *= self.pick_base_scale  # `agent.pick_base_scale`: a slower base near the furniture
             if gate is not None and (verdict := gate.check(sim, full)) is not None:
                 record.blocked_releases += verdict == "held"
                 record.settles += verdict == "settled"

@@ -48,6 +48,7 @@ class AgentSettings:
     release_settle_steps: int = 0        # put a release off while the held object swings (0: off)
     release_settle_speed: float = 0.1    # m/s: "swings"
     pick_push_guard: float = 0.0         # m a pick may push its target along (0: off)
+    pick_base_scale: float = 1.0         # a pick call's base command times this, in (0, 1] (1: as the policy says)
 
     def __post_init__(self) -> None:
         """ValueError (one line) for a mode or reset_arm no agent has; lists become tuples."""
@@ -100,6 +101,9 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
         if not number or not (0.0 <= value <= 2.0 if zero_ok else 0.0 < value <= 2.0):
             span = "[0, 2]" if zero_ok else "(0, 2]"
             raise ConfigError(f"agent.{key} must be a number of metres in {span}{note}; got {value!r}")
+    scale = agent_cfg.get("pick_base_scale", _PLAIN.pick_base_scale)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0.0 < scale <= 1.0:
+        raise ConfigError(f"agent.pick_base_scale must be a number in (0, 1] (1: off); got {scale!r}")
     speed = agent_cfg.get("release_settle_speed", _PLAIN.release_settle_speed)
     if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0.0 < speed <= 10.0:
         raise ConfigError(f"agent.release_settle_speed must be a speed in m/s in (0, 10]; got {speed!r}")

@@ -140,3 +140,50 @@ def test_a_pick_pushing_its_target_along_ends_when_the_push_guard_says(guard):
     # habitat's fixed plan runs the policy as it is
     assert not HabAgent("oracle", lambda name: None,
                         AgentSettings(max_replans=0, mode="fixed", pick_push_guard=0.05)).push_guard.active
+
+
+class _Reverse(Idle):
+    """A pick that reverses the base at full command and records where the base stood before every step."""
+
+    def __init__(self, skill, log):
+        super().__init__(skill)
+        self.log = log
+
+    def act(self, sim, obs):
+        self.log.append(np.asarray(sim.base_xy, dtype=np.float64).copy())
+        action = np.zeros(11)
+        action[7] = -1.0
+        action[8] = -1.0  # base linear: full reverse
+        return action
+
+
+def _pick_reverse_per_step(scale: float, mode: str = "replan") -> float:
+    """Mean distance (m) the base covers per step over a pick call's first 6 steps."""
+    env = hab_env("tidy_house", 700)
+    log: list = []
+    try:
+        agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: _Reverse(oracle.skill, log)),
+                         AgentSettings(max_replans=0, mode=mode, pick_base_scale=scale))
+        agent.run_episode(env, 0)
+    finally:
+        env.close()
+    return float(np.linalg.norm(log[6] - log[0])) / 6
+
+
+def test_pick_base_scale_slows_a_picks_base_in_replan_mode_only():
+    full, quarter = _pick_reverse_per_step(1.0), _pick_reverse_per_step(0.25)
+    # a quarter command moves the kinematic base a quarter of its full step (10 m/s x 1/120 s); the full command
+    # goes further, though furniture behind this start stalls some of its steps
+    assert quarter == pytest.approx(0.25 * 10.0 / 120.0, rel=0.05) and full > 1.5 * quarter
+    # habitat's fixed plan runs the policy as it is
+    assert _pick_reverse_per_step(0.25, mode="fixed") == pytest.approx(full, rel=0.05)
+
+
+def test_pick_base_scale_is_validated():
+    from configs.compose import ConfigError
+
+    cfg = {"max_replans": 0, "settle_steps": 0, "deterministic": True}
+    for bad in (0, 1.5, True):
+        with pytest.raises(ConfigError, match=r"agent.pick_base_scale must be a number in \(0, 1\] \(1: off\)"):
+            check_agent_config({**cfg, "pick_base_scale": bad})
+    check_agent_config({**cfg, "pick_base_scale": 0.5})
