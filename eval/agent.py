@@ -15,7 +15,8 @@ and with `agent.retry_backoff` a retry backs the base away first (ours); with `a
 place may not let go of its object far from the goal (ours: a dropped object often lands where no pick
 reaches it), with `agent.release_settle_steps` not while the object still swings, and with
 `agent.pick_push_guard` a pick that pushes its target along ends before the target goes over an edge
-(ours, eval/call_guards.py); with `agent.nav_unstick_steps` a nav that pins its base against furniture is driven out
+(ours, eval/call_guards.py), and `agent.pick_base_scale` scales a pick's base command (ours, off); with
+`agent.nav_unstick_steps` a nav that pins its base against furniture is driven out
 of the wedge inside the same call (ours; these scripted motions are eval/agent_motions.py). When the
 plan is exhausted, the agent first stands still for `agent.settle_steps` steps (habitat's fixed policy
 appends wait(30); a placed fruit may still be rolling), then calls stop if the

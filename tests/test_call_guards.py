@@ -1,4 +1,5 @@
-"""The agent's release settle (eval/call_guards.py) and eval-hab's floor drops (eval/floor_watch.py)."""
+"""The agent's call guards (eval/call_guards.py: release settle, pick push guard), its pick base scale, and
+eval-hab's floor drops (eval/floor_watch.py)."""
 
 from __future__ import annotations
 
