@@ -284,7 +284,7 @@ class HabAgent:
             skill_action = full.copy()
             full[STOP] = 0.0  # a skill's stop ends the skill, never the episode
             if call.skill == "pick":
-                full[BASE] *= self.pick_base_scale  # `agent.pick_base_scale`: a slower base near the furniture
+                full[BASE] *= self.pick_base_scale  # `agent.pick_base_scale`: the whole call's base slowed
             if gate is not None and (verdict := gate.check(sim, full)) is not None:
                 record.blocked_releases += verdict == "held"
                 record.settles += verdict == "settled"

@@ -408,9 +408,13 @@ class RearrangeSim:
     def art_range(self, name: str) -> tuple[float, float]:
         return self._art_range[name]
 
+    def art_opening(self, name: str) -> float:
+        """How far an articulated container stands open from its closed end (rad or m)."""
+        return abs(self.art_q(name) - self._art_range[name][0])
+
     def open_art_names(self, min_open: float = 0.02) -> list[str]:
         """Articulated containers opened by more than `min_open` (rad or m) from their closed end."""
-        return [n for n in self.art_names if abs(self.art_q(n) - self._art_range[n][0]) > min_open]
+        return [n for n in self.art_names if self.art_opening(n) > min_open]
 
     def moving_part_boxes(self, min_open: float = 0.02) -> list[Box]:
         """Floor-plan boxes of the articulated parts (door, drawer boxes, handles) where they are now.

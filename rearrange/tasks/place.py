@@ -133,7 +133,7 @@ class PlaceTask(SkillTask):
         rec = sim.layout.receptacles.get(episode.targets[0].goal_receptacle)
         self.container = rec.container if rec is not None else None
         if self.container is not None:
-            self.container_open = self._opening(sim)
+            self.container_open = sim.art_opening(self.container)
         if self.grasp_noise.active and sim.grasped == self.target:
             if self.grasp_noise.max_arm_offset > 0.0:
                 perturb_arm(sim, rng, self.grasp_noise.max_arm_offset, self.success_cfg.ee_resting_threshold)
@@ -148,11 +148,6 @@ class PlaceTask(SkillTask):
         if sim.grasped != self.target:
             self.approach.stop()
         self._guard_release(sim)
-
-    def _opening(self, sim: RearrangeSim) -> float:
-        """How far the goal's container stands open from its closed end (m or rad)."""
-        assert self.container is not None
-        return abs(sim.art_q(self.container) - sim.art_range(self.container)[0])
 
     def _obj_to_goal(self, sim: RearrangeSim) -> float:
         return norm(sim.object_pos(self.target) - self.goal)
@@ -187,7 +182,7 @@ class PlaceTask(SkillTask):
                 terms["displaced"] = -r.displaced_pen
             terminated |= r.displaced_should_end
         if held and self.container is not None and not self.shut \
-                and self._opening(sim) < self.container_open - r.shut_dist:
+                and sim.art_opening(self.container) < self.container_open - r.shut_dist:
             self.shut = True
             info["shut"] = 1.0
             if r.shut_pen > 0.0:
