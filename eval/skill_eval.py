@@ -37,6 +37,13 @@ from eval.parallel import check_workers, run_indexed
 SKILLS = ("pick", "place", "nav", "open_fridge", "close_fridge", "open_cab", "close_cab")
 
 
+# skill.reward keys that end a training episode early where habitat's task runs on; eval-skill sets them false
+TRAINING_ONLY_ENDS: dict[str, tuple[str, ...]] = {
+    "pick": ("knock_should_end", "target_push_should_end"),
+    "place": ("displaced_should_end", "shut_should_end"),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="eval-skill",
@@ -476,15 +483,15 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
     )
 
     def task_config(skill_cfg: Mapping[str, Any]) -> Mapping[str, Any]:
+        # every policy is judged by habitat's episode ends: a knocked neighbour or pushed target (pick), an object
+        # that leaves the goal after its release or a goal container pushed toward closed (place) runs on to the
+        # timeout, whatever training-only end (TRAINING_ONLY_ENDS) the policy trained with
+        reward = {**skill_cfg.get("reward", {}), **{key: False for key in TRAINING_ONLY_ENDS.get(skill, ())}}
         if skill == "pick":  # a varied start arm (skill.start_arm) is training only: eval starts at rest unless
             offset = (start_grasp or {}).get("max_arm_offset", 0.0)  # eval.start_grasp.max_arm_offset asks
-            return {**skill_cfg, "start_arm": {"prob": 1.0, "max_offset": offset} if offset else {}}
-        if skill != "place":  # the one skill with an in-hand start pose and a training-only episode end
+            return {**skill_cfg, "reward": reward, "start_arm": {"prob": 1.0, "max_offset": offset} if offset else {}}
+        if skill != "place":  # the one skill with an in-hand start pose
             return skill_cfg
-        # every place policy is judged by habitat's episode ends: an object that leaves the goal after its
-        # release, or a goal container pushed toward closed, runs on to the timeout, whatever
-        # skill.reward.displaced_should_end or shut_should_end it trained with
-        reward = {**skill_cfg.get("reward", {}), "displaced_should_end": False, "shut_should_end": False}
         return {**skill_cfg, "start_grasp": dict(start_grasp or {}), "reward": reward}
 
     if isinstance(agent, PolicyAgent):

@@ -7,7 +7,8 @@ as an episode of that skill: every object's pose, the articulated joints, the ro
 object, its goal, or a shut container's handle, as the planner grounded it). A skill fine-tuned on these meets
 in training the starts it meets in the tasks (where the learned nav stops, a retry after a failed call), which
 its own generator's starts only approximate; `train-skill dataset.path=FILE`. Use the train split for training
-data: the val episodes stay for eval-hab.
+data: the val episodes stay for eval-hab. Episode ids name the skill, scenario, split and seed
+(`pick_from_tidy_house_train_seed10_0`), so files made with several seeds mix into one dataset.
 
 Kept: a pick start whose target is not held, a place start whose target is held, every nav start. A pick
 target that lies further than `--max-object-shift` from its pose in the HAB episode (dropped by a failed
@@ -61,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("overrides", nargs="*", help="eval-hab config overrides, key=value (configs/eval_hab.yaml)")
     return p
+
+
+def start_id_prefix(skill: str, scenario: str, split: str, seed: int) -> str:
+    """The saved episodes' id prefix: skill, scenario, split and seed, so files made with different seeds mix
+    (`python -m rearrange.mix_episodes` needs unique ids; before 2026-12-02 the seed was not in it)."""
+    return f"{skill}_from_{scenario}_{split}_seed{seed}"
 
 
 def start_episode(env: Any, call: Any, skill: str, episode_id: str, split: str) -> Episode | None:
@@ -171,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_with_error(str(exc))
     set_inference_threads(cfg["eval"]["torch_threads"])
     episodes, _ = load_scenario_episodes(args.scenario, args.split, args.episodes, args.seed, None)
-    recorder = StartRecorder(args.skill, args.split, f"{args.skill}_from_{args.scenario}_{args.split}",
+    recorder = StartRecorder(args.skill, args.split, start_id_prefix(args.skill, args.scenario, args.split, args.seed),
                              args.max_object_shift, args.skip_moved, args.min_height)
     try:
         result = evaluate(args.scenario, args.agent, episodes, cfg, seed=args.seed, split=args.split,

@@ -228,24 +228,27 @@ def test_worker_processes_give_the_same_rows_as_one_process(skill, agent_args, t
     assert rows[2] == rows[1]
 
 
-def test_place_policies_are_judged_by_habitats_episode_ends():
-    """A place policy trained with skill.reward.displaced_should_end or shut_should_end (training-only ends) is
-    evaluated with an object that leaves the goal, or a goal drawer pushed shut, running on to the timeout, like
-    every other policy."""
+@pytest.mark.parametrize("skill", ["pick", "place"])
+def test_policies_are_judged_by_habitats_episode_ends(skill):
+    """A policy trained with a training-only end (pick: knock_should_end, target_push_should_end; place:
+    displaced_should_end, shut_should_end) is evaluated with a knocked neighbour, a pushed target, an object that
+    leaves the goal or a goal drawer pushed shut running on to the timeout, like every other policy; its costs stay."""
     import copy
 
-    from eval.skill_eval import PolicyAgent, _make_env
+    from eval.skill_eval import TRAINING_ONLY_ENDS, PolicyAgent, _make_env
     from rearrange.generate import generate_episodes
     from skills.policy import SkillPolicy
 
-    policy = SkillPolicy.from_checkpoint("checkpoints/place.pt", deterministic=True)
+    checkpoint = f"checkpoints/{skill}.pt"
+    policy = SkillPolicy.from_checkpoint(checkpoint, deterministic=True)
     policy.config = copy.deepcopy(policy.config)
-    policy.config["skill"]["reward"]["displaced_should_end"] = True
-    policy.config["skill"]["reward"]["shut_should_end"] = True
-    env = _make_env(PolicyAgent(policy), "place", generate_episodes("place", "val", 1, 0), "checkpoints/place.pt")
+    for key in TRAINING_ONLY_ENDS[skill]:
+        policy.config["skill"]["reward"][key] = True
+    pen = "knock_pen" if skill == "pick" else "displaced_pen"
+    env = _make_env(PolicyAgent(policy), skill, generate_episodes(skill, "val", 1, 0), checkpoint)
     try:
-        assert env.task.reward_cfg.displaced_should_end is False and env.task.reward_cfg.shut_should_end is False
-        assert env.task.reward_cfg.displaced_pen == policy.config["skill"]["reward"].get("displaced_pen", 0.0)
+        assert all(getattr(env.task.reward_cfg, key) is False for key in TRAINING_ONLY_ENDS[skill])
+        assert getattr(env.task.reward_cfg, pen) == policy.config["skill"]["reward"].get(pen, 0.0)
     finally:
         env.close()
 

@@ -119,8 +119,51 @@ def test_pick_knocking_another_object_counts_once_and_costs_knock_pen(pen, end):
     env.close()
 
 
+@pytest.mark.parametrize("pen,end", [(0.0, False), (10.0, False), (10.0, True)])
+def test_pick_pushing_its_target_costs_per_metre_until_the_cap_and_grasp(pen, end):
+    """target_push_pen > 0 (deviation): the target pushed from its reset position before the grasp costs pen per metre
+    of each rise of its furthest displacement, counted up to target_push_cap; reaching the cap ends the episode with
+    target_push_should_end; `target_push` reads the distance whatever the cost; after the grasp nothing is charged."""
+    env = make_env("pick", reward__target_push_pen=pen, reward__target_push_cap=0.3,
+                   reward__target_push_should_end=end)
+    sim, target = env.sim, env.task.target
+    start = sim.object_pos(target).copy()
+    _, _, term, _, info = env.step(action(env))
+    assert info["target_push"] < 0.01 and not term
+    moved = info["target_push"]
+    sim.set_object_pose(target, start + np.array([0.1, 0.0, 0.0]), sim.object_quat(target))  # nudged 10 cm
+    _, _, term, _, info = env.step(action(env))
+    assert 0.09 < info["target_push"] < 0.11 and not term
+    assert info.get("reward/target_push", 0.0) == pytest.approx(-pen * (info["target_push"] - moved))
+    moved = info["target_push"]
+    sim.set_object_pose(target, start + np.array([0.0, 0.0, -0.8]), sim.object_quat(target))  # fallen 0.8 m
+    _, _, term, _, info = env.step(action(env))
+    assert info["target_push"] == pytest.approx(0.3) and term == end  # counted to the cap only
+    assert info.get("reward/target_push", 0.0) == pytest.approx(-pen * (0.3 - moved))
+    env.close()
+
+
+def test_pick_push_watch_stops_at_the_grasp():
+    env = make_env("pick", reward__target_push_pen=10.0)
+    sim, target = env.sim, env.task.target
+    for _ in range(25):
+        env.step(action(env, arm=arm_toward(sim, sim.object_pos(target)), grip=-1.0))
+    before = env.task.push.furthest
+    put_at_suction_cup(sim, target)  # teleported into the cup: the grasp step charges nothing
+    _, _, _, _, info = env.step(action(env, grip=1.0))
+    assert sim.grasped == target and "reward/target_push" not in info and info["target_push"] == before
+    for _ in range(5):  # carried away: still nothing
+        _, _, _, _, info = env.step(action(env, arm=arm_to_rest(sim), grip=1.0))
+        assert "reward/target_push" not in info and info["target_push"] == before
+    env.close()
+
+
 def test_pick_bad_knock_values_are_named():
     with pytest.raises(ValueError, match="knock_pen"):
         make_env("pick", reward__knock_pen=-1.0)
     with pytest.raises(ValueError, match="knock_dist"):
         make_env("pick", reward__knock_dist=0.0)
+    with pytest.raises(ValueError, match="target_push_pen"):
+        make_env("pick", reward__target_push_pen=-1.0)
+    with pytest.raises(ValueError, match="target_push_cap"):
+        make_env("pick", reward__target_push_cap=0.0)

@@ -8,7 +8,7 @@ from agent_doubles import FirstCallReplaced, Idle, hab_env
 
 from eval.agent import HabAgent
 from eval.agent_config import AgentSettings
-from eval.skill_starts import MOVED, StartRecorder, main
+from eval.skill_starts import MOVED, StartRecorder, main, start_id_prefix
 from rearrange.env import RearrangeEnv, make_registered_env
 from rearrange.generate import generate_episodes
 from rearrange.tasks.hab import HabTask, load_hab_config
@@ -47,6 +47,11 @@ def test_every_pick_and_place_call_start_is_recorded_with_its_retry_flag(recorde
     assert len(places.episodes) == sum(r.skill == "place" for r in out.skill_runs) >= 1
     assert all(e.kind == "pick" and e.split == "train" for e in picks.episodes)
     assert [e.episode_id for e in picks.episodes[:2]] == ["p_0", "p_1"]
+
+
+def test_start_ids_name_the_seed_so_files_of_two_seeds_mix():
+    ids = [start_id_prefix("pick", "tidy_house", "train", seed) for seed in (10, 11)]
+    assert ids == ["pick_from_tidy_house_train_seed10", "pick_from_tidy_house_train_seed11"]
 
 
 def test_a_pick_start_replays_the_recorded_state(recorded):

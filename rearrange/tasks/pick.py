@@ -8,7 +8,10 @@ of the geodesic base distance to the navigable points within `approach_reach` of
 first grasp of the target (`rearrange.tasks.approach`); and (`exit_offset` > 0) for a target in a fridge,
 the held object's remaining way out of the compartment added to the ee->rest distance (`ContainerExit`);
 and (`knock_pen` > 0) knock_pen once for each other object of the episode moved more than `knock_dist`
-from where the episode put it (`KnockWatch`; `info["knocked"]` counts them whatever the cost).
+from where the episode put it (`KnockWatch`; `info["knocked"]` counts them whatever the cost); and
+(`target_push_pen` > 0) target_push_pen per metre the target itself is pushed from its reset position before
+its first grasp, up to `target_push_cap` (`PushWatch`; `info["target_push"]` is that distance whatever the
+cost), the episode ending at the cap with `target_push_should_end`.
 Success: holding the target with the ee within `ee_resting_threshold` of the resting position; the
 episode ends on success.
 """
@@ -27,7 +30,7 @@ from rearrange.grasp_pose import ArmStartNoise, perturb_arm
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, ContainerExit, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
-from rearrange.tasks.rewards import DistanceDelta, KnockWatch, norm
+from rearrange.tasks.rewards import DistanceDelta, KnockWatch, PushWatch, norm
 from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
 
 if TYPE_CHECKING:
@@ -52,6 +55,9 @@ class PickReward:
     knock_pen: float = 0.0  # deviation when > 0 (absent in configs saved before 2026-11-28: off)
     knock_dist: float = 0.1
     knock_should_end: bool = False
+    target_push_pen: float = 0.0  # deviation when > 0 (absent in configs saved before 2026-12-02: off)
+    target_push_cap: float = 0.3
+    target_push_should_end: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,9 @@ class PickTask(SkillTask):
         check_range("skill.reward.knock_pen", r.knock_pen)
         check_range("skill.reward.knock_dist", r.knock_dist, low_open=True, unit="m")
         self.knocks = KnockWatch(r.knock_dist)
+        check_range("skill.reward.target_push_pen", r.target_push_pen, unit="per m")
+        check_range("skill.reward.target_push_cap", r.target_push_cap, low_open=True, unit="m")
+        self.push = PushWatch(r.target_push_cap)
         self.target: str | None = None
         self.prev_grasped: str | None = None
         self.picked_once = False
@@ -101,8 +110,10 @@ class PickTask(SkillTask):
         self.dist.reset(self._distance(sim))
         self.approach.reset(sim, sim.object_pos(self.target), receptacle)
         self.knocks.reset(sim, [o.name for o in episode.objects if o.name != self.target])
+        self.push.reset(sim.object_pos(self.target))
         if sim.grasped == self.target:
             self.approach.stop()
+            self.push.stop()
 
     def _distance(self, sim: RearrangeSim) -> float:
         if sim.grasped == self.target:
@@ -121,6 +132,7 @@ class PickTask(SkillTask):
                 terms["pick"] = r.pick_reward
                 self.picked_once = True
             self.approach.stop()  # the base has arrived: no approach term after the grasp
+            self.push.stop()  # the grasp moves the target from here on
             self.dist.reset(None)  # the distance switches to ee->rest: no delta this step
             if self.block_release:
                 self.grip_disabled = True
@@ -143,6 +155,12 @@ class PickTask(SkillTask):
             terms["knock"] = -r.knock_pen * knocked
             terminated |= r.knock_should_end
         info["knocked"] = float(self.knocks.count)
+        pushed = self.push(sim.object_pos(self.target))
+        if pushed > 0.0 and r.target_push_pen > 0.0:
+            terms["target_push"] = -r.target_push_pen * pushed
+        if self.push.at_cap and r.target_push_should_end:
+            terminated = True
+        info["target_push"] = self.push.furthest
         rest = ee_to_rest(sim)
         success = grasped == self.target and rest < s.ee_resting_threshold
         if success:
