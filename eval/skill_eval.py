@@ -483,16 +483,17 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
     )
 
     def task_config(skill_cfg: Mapping[str, Any]) -> Mapping[str, Any]:
-        # every policy is judged by habitat's episode ends: a knocked neighbour or pushed target (pick), an object
-        # that leaves the goal after its release or a goal container pushed toward closed (place) runs on to the
-        # timeout, whatever training-only end (TRAINING_ONLY_ENDS) the policy trained with
-        reward = {**skill_cfg.get("reward", {}), **{key: False for key in TRAINING_ONLY_ENDS.get(skill, ())}}
+        cfg = dict(skill_cfg)
+        if skill in TRAINING_ONLY_ENDS:  # every policy is judged by habitat's episode ends: a knocked neighbour or
+            # pushed target (pick), an object that leaves the goal after its release or a goal container pushed
+            # toward closed (place) runs on to the timeout, whatever training-only end the policy trained with
+            cfg["reward"] = {**cfg.get("reward", {}), **{key: False for key in TRAINING_ONLY_ENDS[skill]}}
         if skill == "pick":  # a varied start arm (skill.start_arm) is training only: eval starts at rest unless
             offset = (start_grasp or {}).get("max_arm_offset", 0.0)  # eval.start_grasp.max_arm_offset asks
-            return {**skill_cfg, "reward": reward, "start_arm": {"prob": 1.0, "max_offset": offset} if offset else {}}
-        if skill != "place":  # the one skill with an in-hand start pose
-            return skill_cfg
-        return {**skill_cfg, "start_grasp": dict(start_grasp or {}), "reward": reward}
+            cfg["start_arm"] = {"prob": 1.0, "max_offset": offset} if offset else {}
+        elif skill == "place":  # the one skill with an in-hand start pose
+            cfg["start_grasp"] = dict(start_grasp or {})
+        return cfg
 
     if isinstance(agent, PolicyAgent):
         config = agent.policy.config

@@ -148,7 +148,7 @@ class PushWatch:
 
     Each call returns how much that capped maximum rose this step (>= 0), so a cost of `pen` per metre paid on the
     rises sums to `pen * min(furthest displacement, cap)` over an episode: a nudge of 2 cm costs a fifteenth of a fall
-    with cap 0.3. `reset(None)` (or `stop()`) stops watching: later calls return 0.
+    with cap 0.3. After `stop()` calls return 0 until the next `reset`.
     """
 
     def __init__(self, cap: float) -> None:
@@ -156,8 +156,8 @@ class PushWatch:
         self.start: np.ndarray | None = None
         self.furthest = 0.0
 
-    def reset(self, start: Any | None) -> None:
-        self.start = None if start is None else np.asarray(start, dtype=np.float64).copy()
+    def reset(self, start: Any) -> None:
+        self.start = np.asarray(start, dtype=np.float64).copy()
         self.furthest = 0.0
 
     def stop(self) -> None:
