@@ -327,7 +327,9 @@ def _iterate(run: _Run, counters: Counters, plan: PreemptionPlan | None, previou
 
 
 def _episode_metrics(episodes: list[dict]) -> dict[str, float]:
-    """Means over finished episodes: metrics/episode_return, metrics/episode_length, metrics/<info key>."""
+    """Means over finished episodes: metrics/episode_return, metrics/episode_length, and metrics/<info key>
+    over the episodes whose last info holds that key (a term reported only on the step it pays, such as
+    reward/success, is the mean of those episodes alone: 10.0, not 10 x the success rate)."""
     if not episodes:
         return {}
     out = {"metrics/episode_return": float(np.mean([ep["return"] for ep in episodes])),
