@@ -61,6 +61,7 @@ overrides (Hydra syntax, key=value; see configs/train_skill.yaml and its groups)
   trainer.init_from=runs/pick_cpu   fine-tune: start a new run from that checkpoint's policy (fresh
                                     optimizer, schedule and counters; the reward or episodes may differ;
                                     the network must match, else a one-line error names the setting)
+  trainer.init_optimizer=true       with init_from: Adam's moments come from that training checkpoint too
   skill.oracle_start.prob=0.3       curriculum: that share of resets hand over part-way through the skill's
                                     oracle (skills/oracle_start.py; place trains with 0.5 by default)
   trainer.init_from=runs/place_dagger     fine-tune a policy imitated from the oracle (imitate-skill --help)

@@ -1,5 +1,6 @@
 """`trainer.init_from` fine-tunes: a new run starts from a checkpoint's policy (weights, observation
-normalisation, value scale) with fresh counters and schedule; a missing checkpoint is a one-line error."""
+normalisation, value scale) with fresh counters and schedule, and with `trainer.init_optimizer` from its
+optimizer state too; a missing checkpoint, or a missing optimizer state, is a one-line error."""
 
 from __future__ import annotations
 
@@ -87,3 +88,38 @@ def test_init_from_a_checkpoint_with_another_network_is_one_line_before_any_work
     run(tmp_path / "c", "trainer.total_steps=64", "policy.feedforward.actor=[256,256]",
         f"trainer.init_from={tmp_path / 'a'}")
     assert final_state(tmp_path / "c")["counters"]["env_steps"] == 64
+
+
+def adam_steps(state: dict) -> int:
+    """Adam's step count of the first parameter in a checkpoint's optimizer state."""
+    first = next(iter(state["ppo"]["optimizer"]["state"].values()))
+    return int(first["step"])
+
+
+def test_init_optimizer_continues_adams_moments(tmp_path):
+    run(tmp_path / "a", "trainer.total_steps=256")
+    a = final_state(tmp_path / "a")
+    run(tmp_path / "fresh", "trainer.total_steps=64", f"trainer.init_from={tmp_path / 'a'}")
+    run(tmp_path / "warm", "trainer.total_steps=64", f"trainer.init_from={tmp_path / 'a'}", "trainer.init_optimizer=true")
+    fresh, warm = final_state(tmp_path / "fresh"), final_state(tmp_path / "warm")
+    per_update = adam_steps(fresh)  # one update's optimizer steps, counted from a cold start
+    assert adam_steps(a) == 4 * per_update
+    assert adam_steps(warm) == adam_steps(a) + per_update  # the checkpoint's moments, continued
+    assert warm["counters"]["updates"] == 1 and warm["ppo"]["num_updates"] == 1  # its own counters and schedule
+
+
+def test_init_optimizer_without_an_optimizer_state_is_one_line(tmp_path):
+    run(tmp_path / "a", "trainer.total_steps=64")
+    with pytest.raises(ConfigError) as exc:
+        run(tmp_path / "b", "trainer.total_steps=64", "trainer.init_optimizer=true")
+    assert str(exc.value) == ("trainer.init_optimizer=true needs trainer.init_from (the checkpoint whose optimizer "
+                              "state starts the run); got trainer.init_from null")
+    policy_only = final_state(tmp_path / "a")
+    del policy_only["ppo"]["optimizer"]
+    torch.save(policy_only, tmp_path / "policy.pt")
+    with pytest.raises(ConfigError) as exc:
+        run(tmp_path / "c", "trainer.total_steps=64", f"trainer.init_from={tmp_path / 'policy.pt'}",
+            "trainer.init_optimizer=true")
+    assert str(exc.value).startswith(f"trainer.init_optimizer: {tmp_path / 'policy.pt'} holds no optimizer state")
+    assert "\n" not in str(exc.value)
+    assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()

@@ -223,12 +223,23 @@ def build_checkpoint_state(
     return state
 
 
-def restore_policy_state(state: Mapping, actor_critic: torch.nn.Module, ppo: Any) -> None:
+def restore_policy_state(state: Mapping, actor_critic: torch.nn.Module, ppo: Any, optimizer: bool = False) -> None:
     """Weights (observation normalisation included) and the value/reward scales of `state` into a new
-    run; the optimizer, schedule, counters and RNGs stay the new run's. A new run that only adds vector
-    observations gets the weights widened with zeros for them (`trainer.widen`: it acts as the
-    checkpoint did). CheckpointError if they differ otherwise."""
+    run; the schedule, counters and RNGs stay the new run's, and so does the optimizer unless `optimizer`
+    (`trainer.init_optimizer`: Adam's moments and step counts from `state`; the learning rate is still set by
+    this run's schedule at every update). A new run that only adds vector observations gets the weights
+    widened with zeros for them (`trainer.widen`: it acts as the checkpoint did). CheckpointError if they
+    differ otherwise, or if `optimizer` and `state` has no optimizer state for exactly these parameters."""
     added = added_inputs(state["obs_space"], actor_critic) if "obs_space" in state else None
+    if optimizer:
+        if added:
+            raise CheckpointError(f"trainer.init_optimizer: the checkpoint's optimizer state has no moments for the "
+                                  f"added observations {added}; use trainer.init_optimizer=false")
+        try:
+            ppo.optimizer.load_state_dict((state.get("ppo") or {})["optimizer"])
+        except (KeyError, ValueError) as exc:
+            raise CheckpointError(f"trainer.init_optimizer: the checkpoint's optimizer state does not fit this run "
+                                  f"({_one_line(exc)})") from None
     if added:
         try:
             actor_critic.load_state_dict(widen_state(state["model"], state["obs_space"], actor_critic))

@@ -32,20 +32,25 @@ def check_config(cfg: Mapping) -> None:
         check_policy(ConfigNode(_required_mapping(cfg, "policy"), "policy"))
         init_from = trainer.raw("init_from", optional=True)
         if isinstance(init_from, str) and init_from:
-            _check_init_from_network(init_from, cfg["policy"])
+            _check_init_from_network(init_from, cfg["policy"], trainer.raw("init_optimizer", optional=True) is True)
 
 
-def _check_init_from_network(init_from: str, policy: Mapping) -> None:
-    """The checkpoint a fine-tune starts from must have this run's network (its path is checked already)."""
+def _check_init_from_network(init_from: str, policy: Mapping, init_optimizer: bool = False) -> None:
+    """The checkpoint a fine-tune starts from must have this run's network (its path is checked already),
+    and an optimizer state when `trainer.init_optimizer` asks for it."""
     from trainer.checkpoint import CheckpointError, load_checkpoint, network_difference, resolve_checkpoint
 
     try:
-        state = load_checkpoint(resolve_checkpoint(init_from))
+        path = resolve_checkpoint(init_from)
+        state = load_checkpoint(path)
     except CheckpointError as exc:
         raise ConfigError(f"trainer.init_from: {exc}") from None
     difference = network_difference((state.get("config") or {}).get("policy") or {}, policy)
     if difference:
         raise ConfigError(f"trainer.init_from: {difference}")
+    if init_optimizer and "optimizer" not in (state.get("ppo") or {}):
+        raise ConfigError(f"trainer.init_optimizer: {path} holds no optimizer state (an exported policy?); give "
+                          f"a training checkpoint or run folder as trainer.init_from, or trainer.init_optimizer=false")
 
 
 def _required_mapping(cfg: Mapping, name: str) -> Mapping:
@@ -83,6 +88,9 @@ def check_trainer(t: ConfigNode) -> int:
             resolve_checkpoint(init_from)
         except CheckpointError as exc:
             raise ConfigError(f"trainer.init_from: {exc}") from None
+    if t.boolean("init_optimizer", optional=True) and init_from in (None, MISSING):  # absent in older configs
+        raise ConfigError("trainer.init_optimizer=true needs trainer.init_from (the checkpoint whose optimizer "
+                          "state starts the run); got trainer.init_from null")
     if t.boolean("deterministic") and mode != "sync":
         raise ConfigError(f"trainer.deterministic must be false unless trainer.mode=sync; got true with "
                           f"trainer.mode '{mode}'")

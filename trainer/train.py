@@ -403,7 +403,8 @@ def train(cfg: DictConfig, env_fn: EnvFn, resume: str | os.PathLike | None = Non
     else:
         counters = Counters()
         if tcfg.get("init_from"):  # fine-tune: a trained policy, everything else fresh
-            restore_policy_state(load_checkpoint(resolve_checkpoint(str(tcfg.init_from))), run.actor_critic, run.ppo)
+            restore_policy_state(load_checkpoint(resolve_checkpoint(str(tcfg.init_from))), run.actor_critic, run.ppo,
+                                 optimizer=bool(tcfg.get("init_optimizer", False)))
             broadcast_module(run.actor_critic)
     run.learner.sync_acting()
 
