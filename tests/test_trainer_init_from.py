@@ -106,6 +106,14 @@ def test_init_optimizer_continues_adams_moments(tmp_path):
     assert adam_steps(a) == 4 * per_update
     assert adam_steps(warm) == adam_steps(a) + per_update  # the checkpoint's moments, continued
     assert warm["counters"]["updates"] == 1 and warm["ppo"]["num_updates"] == 1  # its own counters and schedule
+    # --resume continues from the run's own checkpoint, which holds the optimizer now
+    from trainer.checkpoint import resume_run
+
+    target = resume_run(tmp_path / "warm", ["trainer.total_steps=128"])
+    assert target.config.trainer.init_from is None and target.config.trainer.init_optimizer is False
+    summary = train(target.config, functools.partial(make_gym_env, env_id="Pendulum-v1"), resume=target.checkpoint,
+                    output_dir=target.run_dir)
+    assert summary["env_steps"] == 128
 
 
 def test_init_optimizer_without_an_optimizer_state_is_one_line(tmp_path):

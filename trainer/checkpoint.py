@@ -172,8 +172,10 @@ def resume_run(resume: str | os.PathLike, overrides: Sequence[str] = ()) -> Resu
         raise ConfigError(f"invalid config override: {_one_line(exc)}") from None
     trainer_cfg = cfg.get("trainer")
     if isinstance(trainer_cfg, DictConfig) and trainer_cfg.get("init_from") is not None:
-        # the run's own checkpoint holds the weights now; the file it started from may be gone
+        # the run's own checkpoint holds the weights (and optimizer) now; the file it started from may be gone
         trainer_cfg.init_from = None
+        if trainer_cfg.get("init_optimizer"):
+            trainer_cfg.init_optimizer = False
     run_dir = Path(resume) if Path(resume).is_dir() else path.parent.parent
     return ResumeTarget(checkpoint=path, config=cfg, run_dir=run_dir)  # type: ignore[arg-type]
 
