@@ -15,7 +15,8 @@ and with `agent.retry_backoff` a retry backs the base away first (ours); with `a
 place may not let go of its object far from the goal (ours: a dropped object often lands where no pick
 reaches it), with `agent.release_settle_steps` not while the object still swings, and with
 `agent.pick_push_guard` a pick that pushes its target along ends before the target goes over an edge
-(ours, eval/call_guards.py), and `agent.pick_base_scale` scales a pick's base command (ours, off); with
+(ours, eval/call_guards.py), with `agent.place_shut_guard` a place that pushes its goal's drawer (or the
+fridge door) towards shut ends before the object is let go where the drawer was, and `agent.pick_base_scale` scales a pick's base command (ours, off); with
 `agent.nav_unstick_steps` a nav that pins its base against furniture is driven out
 of the wedge inside the same call (ours; these scripted motions are eval/agent_motions.py). When the
 plan is exhausted, the agent first stands still for `agent.settle_steps` steps (habitat's fixed policy
@@ -60,7 +61,7 @@ from eval.agent_motions import (
     arm_toward_rest,
     drive_straight,
 )
-from eval.call_guards import PushGuard, ReleaseGate
+from eval.call_guards import PushGuard, ReleaseGate, ShutGuard
 from eval.episode_outcome import EpisodeOutcome, EpisodeRun, SkillRun
 from eval.floor_watch import FloorWatch
 from eval.oracle_controllers import SkillController
@@ -136,6 +137,7 @@ class HabAgent:
         self.release_gate = ReleaseGate(s.release_guard, s.release_settle_steps, s.release_settle_speed) \
             if replan_mode else ReleaseGate()
         self.push_guard = PushGuard(s.pick_push_guard if replan_mode else 0.0)
+        self.shut_guard = ShutGuard(s.place_shut_guard if replan_mode else 0.0)
         self.pick_base_scale = s.pick_base_scale if replan_mode else 1.0
         # called as `on_skill_start(env, call, retry)` just before a skill call's first step (after its
         # arm reset and back-off), e.g. to save the states a skill starts from (eval/skill_starts.py)
@@ -279,6 +281,9 @@ class HabAgent:
         push = self.push_guard if call.skill == "pick" and self.push_guard.active else None
         if push is not None:
             push.start(sim, call.target.object)
+        shut = self.shut_guard if call.skill == "place" and self.shut_guard.active else None
+        if shut is not None:  # the containers the goal lies in (the problem's static `in` facts)
+            shut.start(sim, sorted(a[2] for a in env.task.problem.init if a[0] == "in" and a[1] == call.target.entity))
         while True:
             full = controller.act(sim, obs)
             skill_action = full.copy()
@@ -299,6 +304,9 @@ class HabAgent:
                 return False
             if push is not None and push.pushed(sim):
                 record.outcome = "pushed"  # `agent.pick_push_guard`: ended before the target goes over an edge
+                return False
+            if shut is not None and shut.shut(sim):
+                record.outcome = "shut"  # `agent.place_shut_guard`: ended before a release where the drawer was
                 return False
             if watch is not None and (away := watch.step(sim, full)) != 0.0:
                 # `agent.nav_unstick_steps`: drive out of the wedge (its steps count towards the call's

@@ -48,6 +48,7 @@ class AgentSettings:
     release_settle_steps: int = 0        # put a release off while the held object swings (0: off)
     release_settle_speed: float = 0.1    # m/s: "swings"
     pick_push_guard: float = 0.0         # m a pick may push its target along (0: off)
+    place_shut_guard: float = 0.0        # share of its range a place may push its goal's container shut (0: off)
     pick_base_scale: float = 1.0         # a pick call's base command times this, in (0, 1] (1: as the policy says)
 
     def __post_init__(self) -> None:
@@ -101,6 +102,10 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
         if not number or not (0.0 <= value <= 2.0 if zero_ok else 0.0 < value <= 2.0):
             span = "[0, 2]" if zero_ok else "(0, 2]"
             raise ConfigError(f"agent.{key} must be a number of metres in {span}{note}; got {value!r}")
+    share = agent_cfg.get("place_shut_guard", _PLAIN.place_shut_guard)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
+        raise ConfigError(f"agent.place_shut_guard must be a share of the joint's range in [0, 1] (0: off); "
+                          f"got {share!r}")
     scale = agent_cfg.get("pick_base_scale", _PLAIN.pick_base_scale)
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0.0 < scale <= 1.0:
         raise ConfigError(f"agent.pick_base_scale must be a number in (0, 1] (1: off); got {scale!r}")

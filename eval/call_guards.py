@@ -19,6 +19,12 @@ re-plan's retry approaches again before the arm shoves it over the furniture's e
 misses its grasp pushes a ball or a can along a table, and from the floor a pick seldom gets it back
 (eval/floor_watch.py).
 
+`ShutGuard` (`agent.place_shut_guard`, a share of the joint's range): a place call whose goal lies in a
+drawer or the fridge ends there as failed ("shut") once that container has been pushed this far towards
+closed since the call began. The goal is a fixed point in the room: a drawer shoved shut by the arm or the
+held object takes the goal's support away, and the release then drops the object to the floor in front
+of the cabinet. Ended while the container is still open, the call is retried after a back-off.
+
 Fixed mode (habitat-lab's TP-SRL) runs none of them: the agent builds them off.
 """
 
@@ -112,3 +118,27 @@ class PushGuard:
             return False
         moved = sim.object_pos(obj)[:2] - self._start
         return float(np.linalg.norm(moved)) > self.distance
+
+
+class ShutGuard:
+    """Per place call: `start(sim, containers)` (the articulated parts holding the goal), then `shut(sim)`
+    after every step."""
+
+    def __init__(self, share: float = 0.0) -> None:
+        self.share = float(share)
+        self._limits: dict[str, float] = {}  # container -> the opening (rad or m) below which it counts as shut
+
+    @property
+    def active(self) -> bool:
+        return self.share > 0.0
+
+    def start(self, sim: RearrangeSim, containers: list[str]) -> None:
+        """A new call; `containers` may be empty (a goal on an open surface: nothing to watch)."""
+        self._limits = {}
+        for name in containers:
+            lo, hi = sim.art_range(name)
+            self._limits[name] = sim.art_opening(name) - self.share * (hi - lo)
+
+    def shut(self, sim: RearrangeSim) -> bool:
+        """Whether a watched container has closed by more than `share` of its range since the call began."""
+        return any(sim.art_opening(name) < limit for name, limit in self._limits.items())

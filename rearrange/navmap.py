@@ -116,7 +116,11 @@ class NavMap:
         blocked = rasterize_inflated_boxes(layout.obstacles_2d(), self.origin, self.resolution,
                                            self.shape, self.robot_radius)
         self.free_mask = inside & ~blocked
-        labels, count = ndimage.label(self.free_mask, structure=np.ones((3, 3), dtype=int))
+        # 4-connected components: the path graph (`_build_graph`, `path`) takes a diagonal step only when
+        # both cells beside it are free, so two cells that touch only at a corner are not connected. An
+        # 8-connected label counted such corner-joined pockets as navigable: points snapped into them had
+        # no path (inf geodesic, goal_path_compass fell back to the straight line through walls)
+        labels, count = ndimage.label(self.free_mask)
         if count == 0:
             raise ValueError(f"layout {getattr(layout, 'seed', '?')} has no free floor for a robot "
                              f"of radius {robot_radius} m")

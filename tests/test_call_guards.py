@@ -1,5 +1,5 @@
-"""The agent's call guards (eval/call_guards.py: release settle, pick push guard), its pick base scale, and
-eval-hab's floor drops (eval/floor_watch.py)."""
+"""The agent's call guards (eval/call_guards.py: release settle, pick push guard, place shut guard), its pick
+base scale, and eval-hab's floor drops (eval/floor_watch.py)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,10 @@ def test_guard_settings_are_validated():
         check_agent_config({**cfg, "release_settle_speed": 0})
     with pytest.raises(ConfigError, match=r"agent.pick_push_guard must be a number of metres in \[0, 2\] \(0: off\)"):
         check_agent_config({**cfg, "pick_push_guard": 5})
-    check_agent_config({**cfg, "release_settle_steps": 8, "release_settle_speed": 0.05, "pick_push_guard": 0.05})
+    with pytest.raises(ConfigError, match=r"agent.place_shut_guard must be a share of the joint's range in \[0, 1\]"):
+        check_agent_config({**cfg, "place_shut_guard": 1.5})
+    check_agent_config({**cfg, "release_settle_steps": 8, "release_settle_speed": 0.05, "pick_push_guard": 0.05,
+                        "place_shut_guard": 0.1})
     # habitat's fixed plan lets go as the policy commands
     assert not HabAgent("oracle", lambda name: None,
                         AgentSettings(max_replans=0, mode="fixed", release_settle_steps=8)).release_gate.active
@@ -124,16 +127,21 @@ class _Nudge(Idle):
         return super().act(sim, obs)
 
 
-@pytest.mark.parametrize("guard", [0.0, 0.05])
-def test_a_pick_pushing_its_target_along_ends_when_the_push_guard_says(guard):
-    env = hab_env("tidy_house", 700)
+def _first_call(scenario: str, max_steps: int, skill: str, replace, settings: AgentSettings):
+    """The record of the first `skill` call of the scenario's first val episode, that call run by
+    `replace(oracle controller)` and the rest by the oracles."""
+    env = hab_env(scenario, max_steps)
     try:
-        agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: _Nudge(oracle.skill, "obj_0")),
-                         AgentSettings(max_replans=0, pick_push_guard=guard))
-        out = agent.run_episode(env, 0)
+        out = HabAgent("oracle", FirstCallReplaced(skill, replace), settings).run_episode(env, 0)
     finally:
         env.close()
-    pick = next(r for r in out.skill_runs if r.skill == "pick")
+    return next(r for r in out.skill_runs if r.skill == skill)
+
+
+@pytest.mark.parametrize("guard", [0.0, 0.05])
+def test_a_pick_pushing_its_target_along_ends_when_the_push_guard_says(guard):
+    pick = _first_call("tidy_house", 700, "pick", lambda oracle: _Nudge(oracle.skill, "obj_0"),
+                       AgentSettings(max_replans=0, pick_push_guard=guard))
     if guard:
         assert pick.outcome == "pushed" and 5 <= pick.steps <= 7 and not pick.effects_hold
     else:
@@ -141,6 +149,53 @@ def test_a_pick_pushing_its_target_along_ends_when_the_push_guard_says(guard):
     # habitat's fixed plan runs the policy as it is
     assert not HabAgent("oracle", lambda name: None,
                         AgentSettings(max_replans=0, mode="fixed", pick_push_guard=0.05)).push_guard.active
+
+
+class _ShutTheDoor(Idle):
+    """A place that holds on while its goal's container (the fridge door) swings 0.05 rad towards shut each
+    step."""
+
+    def act(self, sim, obs):
+        sim.set_art_q("fridge", sim.art_q("fridge") - 0.05)
+        action = np.zeros(11)
+        action[7] = 1.0  # keep the object
+        return action
+
+
+@pytest.mark.parametrize("share", [0.0, 0.1])
+def test_a_place_pushing_its_goals_container_shut_ends_when_the_shut_guard_says(share):
+    """Prepare Groceries' first val episode places obj_0 in the fridge: with the guard, the call ends
+    ("shut") once the door has closed by 10% of its 2.36 rad range (0.236 rad: the 5th step), still holding."""
+    place = _first_call("prepare_groceries", 1400, "place", lambda oracle: _ShutTheDoor(oracle.skill),
+                        AgentSettings(max_replans=0, place_shut_guard=share))
+    if share:
+        assert place.outcome == "shut" and place.steps == 5 and not place.effects_hold
+    else:
+        assert place.outcome != "shut" and place.steps > 5
+    assert not HabAgent("oracle", lambda name: None,
+                        AgentSettings(max_replans=0, mode="fixed", place_shut_guard=0.1)).shut_guard.active
+
+
+def test_the_shut_guard_watches_only_the_containers_it_is_given():
+    from eval.call_guards import ShutGuard
+
+    env = hab_env("set_table", 100)
+    try:
+        env.reset(seed=0)
+        sim = env.sim
+        sim.set_art_q("drawer_0", 0.45)
+        sim.set_art_q("drawer_1", 0.45)
+        guard = ShutGuard(0.1)  # 4.5 cm of a drawer's 0.45 m
+        guard.start(sim, ["drawer_0"])
+        sim.set_art_q("drawer_1", 0.0)  # not watched
+        sim.set_art_q("drawer_0", 0.42)
+        assert not guard.shut(sim)
+        sim.set_art_q("drawer_0", 0.40)
+        assert guard.shut(sim)
+        guard.start(sim, [])  # a goal on an open surface
+        assert not guard.shut(sim)
+    finally:
+        env.close()
 
 
 class _Reverse(Idle):

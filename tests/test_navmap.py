@@ -129,3 +129,26 @@ def test_walking_along_path_heading_reaches_the_goal(seed):
             p, walked = p + 0.05 * direction, walked + 0.05
             assert nav.snap_cell(p, max_dist=0.1) is not None, (seed, a, goal, p)
         assert distance < 0.2 and walked <= 1.05 * total, (seed, a, goal, walked, total)
+
+
+@pytest.mark.parametrize("split", ["train", "val"])
+def test_every_navigable_cell_has_a_path_to_every_other(split):
+    """The navigable component is the path graph's: a pocket of free cells that touches the rest only at
+    a cell corner (which a diagonal step may not cut, `NavMap.path`) is not navigable, so no goal snaps
+    into it with an infinite geodesic distance (Tidy House's nav drove into walls towards such goals)."""
+    for seed in layout_seeds(split):
+        m = NavMap(generate_layout(seed))
+        field = m.distance_field(m.cell_to_world(m._cells[0]))
+        assert np.isfinite(field[m.largest_component_mask]).all(), f"layout {seed}: navigable cells cut off"
+
+
+def test_corner_joined_pocket_is_not_navigable():
+    """Two free squares meeting only at one corner: the smaller is not navigable, and a point in it snaps
+    to the larger with a finite distance."""
+    walls = [Box("a", (1.5, 3.5, 1.0), (1.5, 0.5, 1.0)), Box("b", (3.5, 1.5, 1.0), (0.5, 1.5, 1.0))]
+    layout = ApartmentLayout(seed=0, bounds=((0.0, 0.0), (4.0, 4.0)), rooms=[], walls=walls, furniture=[],
+                             receptacles={}, articulated={}, footprints=[])
+    m = NavMap(layout, resolution=0.1, robot_radius=0.0)
+    big, pocket = (1.5, 1.5), (3.5, 3.5)  # 3 x 3 m below-left, 1 x 1 m above-right, joined at (3, 3)
+    assert m.is_navigable(big) and not m.is_navigable(pocket)
+    assert np.isfinite(m.geodesic_distance(big, pocket))  # the pocket's point snaps onto the big square
