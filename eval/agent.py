@@ -10,7 +10,8 @@ to `agent.max_replans` times (habitat-lab and ManiSkill-HAB only follow fixed pl
 retry starts with a fresh navigation instead of repeating the failed skill from the same spot; with
 `agent.reset_arm` (habitat-lab's reset_arm skill) the arm is first driven back to its resting joints,
 before retries only (`retries`) or before every skill but the first (`between`, habitat's add_arm_rest;
-fixed mode reads `agent.fixed_reset_arm`), ending early when furniture blocks it (`reset_arm_stall_steps`),
+fixed mode reads `agent.fixed_reset_arm`), ending early when furniture blocks it (`reset_arm_stall_steps`), or,
+before a nav with `agent.rest_arm_during_nav`, replaced by bringing the arm to rest while the nav drives (ours),
 and with `agent.retry_backoff` a retry backs the base away first (ours); with `agent.release_guard` a
 place may not let go of its object far from the goal (ours: a dropped object often lands where no pick
 reaches it), with `agent.release_settle_steps` not while the object still swings, and with
@@ -57,6 +58,7 @@ from eval.agent_motions import (
     RESET_ARM_TOLERANCE,
     StepFn,
     WedgeWatch,
+    arm_rest_command,
     arm_rest_error,
     arm_toward_rest,
     drive_straight,
@@ -79,6 +81,7 @@ from skills.definitions import SkillDef, SkillMonitor
 
 STOP = ACTION_SLICES["stop"].start
 BASE = ACTION_SLICES["base"]
+ARM = ACTION_SLICES["arm"]
 # what the termination predicates read (skills.definitions); computed every step for every agent
 MONITOR_KEYS = ("is_holding", "relative_resting_position")
 UNCHECKED_EFFECTS = ("in",)
@@ -251,13 +254,16 @@ class HabAgent:
             run.end_reason, run.failed = "no_checkpoint", (call.skill, label)
             return True
         retry = any(r.label == label for r in run.skill_runs)  # this call ran before in the episode
-        if self._wants_arm_reset(run, retry) and self._reset_arm_to_rest(env, run, observer):
+        # `agent.rest_arm_during_nav`: a nav (which never moves the arm) rests the arm while it drives
+        rest_while_driving = call.skill == "nav" and self.settings.rest_arm_during_nav and self.settings.mode == "replan"
+        reset_first = self._wants_arm_reset(run, retry) and not rest_while_driving
+        if reset_first and self._reset_arm_to_rest(env, run, observer):
             return True
         if self._wants_backoff(run, retry):
             if self._back_off(env, run, observer):
                 return True
             # a reset the furniture blocked (arm jammed in a shelf) gets a second go from the backed-off base
-            if self._wants_arm_reset(run, retry) and self._reset_arm_to_rest(env, run, observer):
+            if reset_first and self._reset_arm_to_rest(env, run, observer):
                 return True
         skill = controller.skill
         target = sensor_target(call.target)
@@ -290,6 +296,8 @@ class HabAgent:
             full[STOP] = 0.0  # a skill's stop ends the skill, never the episode
             if call.skill == "pick":
                 full[BASE] *= self.pick_base_scale  # `agent.pick_base_scale`: the whole call's base slowed
+            if rest_while_driving:
+                full[ARM] = arm_rest_command(sim)
             if gate is not None and (verdict := gate.check(sim, full)) is not None:
                 record.blocked_releases += verdict == "held"
                 record.settles += verdict == "settled"

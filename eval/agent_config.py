@@ -39,6 +39,7 @@ class AgentSettings:
     reset_arm_max_steps: int = 50        # habitat's reset_arm max_skill_steps
     reset_arm_stall_steps: int = 0       # end a reset_arm that furniture blocks this long (0: off)
     reset_arm_lift_first: bool = False   # raise a lowered shoulder alone first
+    rest_arm_during_nav: bool = False    # a nav call brings the arm to rest while it drives, instead of a reset first
     retry_backoff: float = 0.0           # m a retry backs the base away first (0: off)
     retry_backoff_forward: bool = False  # the back-off may drive forward (a nav reversed into furniture)
     nav_unstick_steps: int = 0           # drive a wedged base out after this many blocked steps (0: off)
@@ -116,7 +117,8 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
         value = agent_cfg.get(key, _PLAIN.reset_arm)
         if value not in RESET_ARM_CHOICES:
             raise ConfigError(unknown_choice(f"agent.{key}", str(value), RESET_ARM_CHOICES))
-    for key in ("deterministic", "sample_retries", "reset_arm_lift_first", "retry_backoff_forward"):
+    for key in ("deterministic", "sample_retries", "reset_arm_lift_first", "retry_backoff_forward",
+                "rest_arm_during_nav"):
         if not isinstance(agent_cfg.get(key, False), bool):
             raise ConfigError(f"agent.{key} must be true or false; got {agent_cfg.get(key)!r}")
     for key in ("oracle_skills", "sampled_skills", "unstick_skills"):

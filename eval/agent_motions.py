@@ -34,13 +34,23 @@ def arm_rest_error(sim: RearrangeSim) -> float:
     return float(np.max(np.abs(np.asarray(sim.REST_ARM_QPOS, dtype=np.float64) - sim.arm_qpos)))
 
 
+def arm_rest_command(sim: RearrangeSim, joints: np.ndarray | None = None) -> np.ndarray:
+    """The arm action (7 joint commands in [-1, 1]) that moves the `joints` (mask; all by default) straight
+    toward rest in joint space at the arm's full speed, the others still; zeros once within RESET_ARM_TOLERANCE."""
+    rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
+    offset = rest - sim.arm_qpos if joints is None else np.where(joints, rest - sim.arm_qpos, 0.0)
+    if float(np.max(np.abs(offset))) < RESET_ARM_TOLERANCE:
+        return np.zeros_like(offset)
+    arm = offset / float(sim.cfg["arm"]["delta_per_step"])
+    return arm / max(1.0, float(np.max(np.abs(arm))))
+
+
 def arm_toward_rest(sim: RearrangeSim, step: StepFn, joints: np.ndarray, max_steps: int,
                     stall_steps: int = 0) -> tuple[bool, str, int]:
     """Drive the arm `joints` (mask) toward rest, the others still, until within RESET_ARM_TOLERANCE;
     `stall_steps` > 0 ends it when the arm came less than RESET_ARM_STALL_PROGRESS closer over that many
     steps. (episode ended, "done" | "stalled" | "timeout" | "episode_end", steps left of `max_steps`)."""
     rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
-    step_rad = float(sim.cfg["arm"]["delta_per_step"])
 
     def error() -> float:
         return float(np.max(np.abs(rest - sim.arm_qpos)[joints]))
@@ -51,8 +61,7 @@ def arm_toward_rest(sim: RearrangeSim, step: StepFn, joints: np.ndarray, max_ste
                 errors[-1 - stall_steps] - errors[-1] < RESET_ARM_STALL_PROGRESS:
             return False, "stalled", max_steps
         action = np.zeros(ACTION_DIM)
-        arm = np.where(joints, rest - sim.arm_qpos, 0.0) / step_rad
-        action[ACTION_SLICES["arm"]] = arm / max(1.0, float(np.max(np.abs(arm))))
+        action[ACTION_SLICES["arm"]] = arm_rest_command(sim, joints)
         ended = step(action)
         max_steps -= 1
         if ended:

@@ -1,5 +1,5 @@
 """The agent's call guards (eval/call_guards.py: release settle, pick push guard, place shut guard), its pick
-base scale, and eval-hab's floor drops (eval/floor_watch.py)."""
+base scale, the arm rested during a nav, and eval-hab's floor drops (eval/floor_watch.py)."""
 
 from __future__ import annotations
 
@@ -243,3 +243,40 @@ def test_pick_base_scale_is_validated():
         with pytest.raises(ConfigError, match=r"agent.pick_base_scale must be a number in \(0, 1\] \(1: off\)"):
             check_agent_config({**cfg, "pick_base_scale": bad})
     check_agent_config({**cfg, "pick_base_scale": 0.5})
+
+
+class _StandWithArmOut(Idle):
+    """A nav that finds the arm 0.3 rad off rest in every joint, stands still and calls stop on its 40th step."""
+
+    def start(self, sim, target, retry=False):
+        sim.set_arm_qpos(np.asarray(sim.REST_ARM_QPOS) + 0.3)
+        self.steps = 0
+
+    def act(self, sim, obs):
+        self.steps += 1
+        action = np.zeros(11)
+        action[10] = 1.0 if self.steps >= 40 else -1.0  # stop
+        return action
+
+
+@pytest.mark.parametrize("rest", [False, True])
+def test_a_nav_rests_the_arm_while_it_drives_when_asked(rest):
+    """`agent.rest_arm_during_nav`: the arm comes back to rest during the nav's own steps (0.3 rad at 0.0125 rad a
+    step: 24 of its 40), so the call after it (the nav again: the first one stopped short) starts at rest with no
+    reset_arm at all."""
+    from eval.agent_motions import RESET_ARM_TOLERANCE, arm_rest_error
+
+    env = hab_env("tidy_house", 200)
+    errors = []
+    try:
+        agent = HabAgent("oracle", FirstCallReplaced("nav", lambda oracle: _StandWithArmOut(oracle.skill)),
+                         AgentSettings(max_replans=1, reset_arm="never", rest_arm_during_nav=rest))
+        agent.on_skill_start = lambda env, call, retry: errors.append((call.skill, arm_rest_error(env.sim)))
+        out = agent.run_episode(env, 0)
+    finally:
+        env.close()
+    assert [r.skill for r in out.skill_runs][:2] == ["nav", "nav"] and errors[1][0] == "nav"
+    if rest:
+        assert errors[1][1] < RESET_ARM_TOLERANCE
+    else:
+        assert errors[1][1] > 0.25
