@@ -142,6 +142,7 @@ class HabAgent:
         self.push_guard = PushGuard(s.pick_push_guard if replan_mode else 0.0)
         self.shut_guard = ShutGuard(s.place_shut_guard if replan_mode else 0.0)
         self.pick_base_scale = s.pick_base_scale if replan_mode else 1.0
+        self.rest_arm_during_nav = s.rest_arm_during_nav and replan_mode
         # called as `on_skill_start(env, call, retry)` just before a skill call's first step (after its
         # arm reset and back-off), e.g. to save the states a skill starts from (eval/skill_starts.py)
         self.on_skill_start: Callable[[Any, SkillCall, bool], None] | None = None
@@ -255,7 +256,7 @@ class HabAgent:
             return True
         retry = any(r.label == label for r in run.skill_runs)  # this call ran before in the episode
         # `agent.rest_arm_during_nav`: a nav (which never moves the arm) rests the arm while it drives
-        rest_while_driving = call.skill == "nav" and self.settings.rest_arm_during_nav and self.settings.mode == "replan"
+        rest_while_driving = call.skill == "nav" and self.rest_arm_during_nav
         reset_first = self._wants_arm_reset(run, retry) and not rest_while_driving
         if reset_first and self._reset_arm_to_rest(env, run, observer):
             return True
@@ -288,8 +289,8 @@ class HabAgent:
         if push is not None:
             push.start(sim, call.target.object)
         shut = self.shut_guard if call.skill == "place" and self.shut_guard.active else None
-        if shut is not None:  # the containers the goal lies in (the problem's static `in` facts)
-            shut.start(sim, sorted(a[2] for a in env.task.problem.init if a[0] == "in" and a[1] == call.target.entity))
+        if shut is not None:  # the containers the goal lies in
+            shut.start(sim, env.task.problem.containers_of(call.target.entity))
         while True:
             full = controller.act(sim, obs)
             skill_action = full.copy()

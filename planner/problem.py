@@ -103,6 +103,10 @@ class ScenarioProblem:
             return "container"
         raise KeyError(f"problem {self.name} has no entity '{entity}'")
 
+    def containers_of(self, entity: str) -> list[str]:
+        """The containers `entity` lies in at the start (a goal's never change: `static_facts`), sorted."""
+        return sorted(a[2] for a in self.init if a[0] == "in" and a[1] == entity)
+
     def entity_rank(self) -> dict[str, int]:
         """Tie-break rank for the planner: target index; a container ranks with its first target."""
         rank = {o: i for i, o in enumerate(self.objects)}
