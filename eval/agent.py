@@ -54,15 +54,7 @@ from typing import Any
 import numpy as np
 
 from eval.agent_config import AGENT_TYPES, AgentSettings
-from eval.agent_motions import (
-    RESET_ARM_TOLERANCE,
-    StepFn,
-    WedgeWatch,
-    arm_rest_command,
-    arm_rest_error,
-    arm_toward_rest,
-    drive_straight,
-)
+from eval.agent_motions import StepFn, WedgeWatch, arm_toward_rest, drive_straight
 from eval.call_guards import PushGuard, ReleaseGate, ShutGuard
 from eval.episode_outcome import EpisodeOutcome, EpisodeRun, SkillRun
 from eval.floor_watch import FloorWatch
@@ -74,6 +66,7 @@ from planner.predicates import SymbolicInputs, load_planner_cfg
 from planner.problem import build_planner
 from planner.search import GroundAction, PlanningError, replan
 from rearrange.actions import ACTION_DIM, ACTION_SLICES, subset_entries
+from rearrange.arm_rest import RESET_ARM_TOLERANCE, arm_rest_command, arm_rest_error
 from rearrange.robot import ARM_JOINTS
 from rearrange.sensors import SensorTarget, observe
 from rearrange.tasks.skill_tasks import load_skill_config

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rearrange.actions import ACTION_DIM, ACTION_SLICES
+from rearrange.arm_rest import RESET_ARM_TOLERANCE, arm_rest_command
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
 
-RESET_ARM_TOLERANCE = 0.05  # rad: habitat's ResetArmSkill ends when every joint is this close to rest
 RESET_ARM_STALL_PROGRESS = 0.01  # rad: less progress than this over `reset_arm_stall_steps` steps ends a reset
 WEDGE_MOVED = 0.02  # m: a blocked nav base that moved less than this over `nav_unstick_steps` steps is wedged
 DRIVE_STALLED = 0.005  # m: a sliding drive ends on a step that moves the base less than this
@@ -27,22 +27,6 @@ LINEAR = ACTION_SLICES["base"].start  # the base's linear velocity entry of the 
 
 # one env step of a scripted motion with the agent's bookkeeping: True if the episode ended
 StepFn = Callable[[np.ndarray], bool]
-
-
-def arm_rest_error(sim: RearrangeSim) -> float:
-    """The largest joint distance (rad) of the arm from its resting joints."""
-    return float(np.max(np.abs(np.asarray(sim.REST_ARM_QPOS, dtype=np.float64) - sim.arm_qpos)))
-
-
-def arm_rest_command(sim: RearrangeSim, joints: np.ndarray | None = None) -> np.ndarray:
-    """The arm action (7 joint commands in [-1, 1]) that moves the `joints` (mask; all by default) straight
-    toward rest in joint space at the arm's full speed, the others still; zeros once within RESET_ARM_TOLERANCE."""
-    rest = np.asarray(sim.REST_ARM_QPOS, dtype=np.float64)
-    offset = rest - sim.arm_qpos if joints is None else np.where(joints, rest - sim.arm_qpos, 0.0)
-    if float(np.max(np.abs(offset))) < RESET_ARM_TOLERANCE:
-        return np.zeros_like(offset)
-    arm = offset / float(sim.cfg["arm"]["delta_per_step"])
-    return arm / max(1.0, float(np.max(np.abs(arm))))
 
 
 def arm_toward_rest(sim: RearrangeSim, step: StepFn, joints: np.ndarray, max_steps: int,

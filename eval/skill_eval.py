@@ -452,12 +452,12 @@ def _start_grasp(skill: str, node: Mapping[str, Any] | None) -> dict[str, float]
     given = {k: float(v) for k, v in (node or {}).items() if v is not None}
     if not any(given.values()):
         return None
-    if skill == "pick" and any(v for k, v in given.items() if k != "max_arm_offset"):
-        exit_with_error("eval.start_grasp: for pick only max_arm_offset applies (its arm off rest, skill.start_arm); "
+    if skill in ("pick", "nav") and any(v for k, v in given.items() if k != "max_arm_offset"):
+        exit_with_error(f"eval.start_grasp: for {skill} only max_arm_offset applies (its arm off rest, skill.start_arm); "
                         "max_tilt and max_lateral apply to place only (the skill that starts holding)")
-    if skill not in ("place", "pick"):
+    if skill not in ("place", "pick", "nav"):
         exit_with_error(f"eval.start_grasp applies to place only (the skill that starts holding), not {skill}; "
-                        "max_arm_offset also to pick")
+                        "max_arm_offset also to pick and nav")
     try:
         GraspNoise.from_node(given)
     except ValueError as exc:
@@ -470,8 +470,8 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
     """The skill env: a trained policy gets the task and sim settings it was trained with (its
     checkpoint's config: camera backend and size, base movement...), the oracle the registered skill env;
     the in-hand start pose is `start_grasp` (None: the canonical grasp; a varied one a policy trained
-    with, `skill.start_grasp`, is training only), pick's arm at rest unless `start_grasp` gives a
-    max_arm_offset (`skill.start_arm` is training only), and place's training-only end on a displaced
+    with, `skill.start_grasp`, is training only), pick's and nav's arm at rest unless `start_grasp` gives a
+    max_arm_offset (`skill.start_arm` is training only; nav's arm then swings back to rest as it drives), and place's training-only end on a displaced
     object is off. A checkpoint whose observations that env cannot give is a one-line error (exit 2)."""
     from eval.skill_library import ObservationMismatch, check_observations
     from rearrange.env import RearrangeEnv, make_registered_env
@@ -488,9 +488,11 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
             # pushed target (pick), an object that leaves the goal after its release or a goal container pushed
             # toward closed (place) runs on to the timeout, whatever training-only end the policy trained with
             cfg["reward"] = {**cfg.get("reward", {}), **{key: False for key in TRAINING_ONLY_ENDS[skill]}}
-        if skill == "pick":  # a varied start arm (skill.start_arm) is training only: eval starts at rest unless
-            offset = (start_grasp or {}).get("max_arm_offset", 0.0)  # eval.start_grasp.max_arm_offset asks
+        if skill in ("pick", "nav"):  # a varied start arm (skill.start_arm) is training only: eval starts at rest
+            offset = (start_grasp or {}).get("max_arm_offset", 0.0)  # unless eval.start_grasp.max_arm_offset asks
             cfg["start_arm"] = {"prob": 1.0, "max_offset": offset} if offset else {}
+            if skill == "nav" and offset:  # the arm then swings back to rest as the nav drives, as inside the
+                cfg["arm_to_rest"] = True  # HAB tasks with agent.rest_arm_during_nav
         elif skill == "place":  # the one skill with an in-hand start pose
             cfg["start_grasp"] = dict(start_grasp or {})
         return cfg
@@ -507,7 +509,7 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
             msg = str(exc).strip().splitlines()[0]
             exit_with_error(msg if isinstance(exc, ObservationMismatch) else f"checkpoint {checkpoint}: {msg}")
         return env
-    if skill == "place" or (skill == "pick" and start_grasp):
+    if skill == "place" or (skill in ("pick", "nav") and start_grasp):
         return RearrangeEnv(make_skill_task(task_config(load_skill_config(skill))), episodes, episode_order="cycle")
     register_skill_envs()
     return make_registered_env(SKILL_ENV_IDS[skill], episodes=episodes, episode_order="cycle")

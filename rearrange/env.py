@@ -25,6 +25,7 @@ import gymnasium
 import numpy as np
 
 from rearrange.actions import action_space, check_subset_settings, expand_action
+from rearrange.arm_rest import arm_rest_command
 from rearrange.episodes import Episode, load_episodes
 from rearrange.layout import cached_layout
 from rearrange.sensors import SensorTarget, camera_settings, observation_space, observe
@@ -143,8 +144,10 @@ class RearrangeEnv(gymnasium.Env):
         returned is None; `observation()` reads them later): an oracle prefix that no policy sees."""
         if self.sim is None or self.current_episode is None:
             raise RuntimeError("call reset() before step()")
-        full = np.asarray(full, dtype=np.float64).reshape(-1)
+        full = np.array(full, dtype=np.float64).reshape(-1)  # a copy: the arm entries may be replaced
         grip = None if ("grip" not in self.task.action_subsets or self.task.grip_disabled) else float(full[7])
+        if self.task.arm_to_rest:  # the arm swings back to rest by itself (nav's `arm_to_rest`)
+            full[0:7] = arm_rest_command(self.sim)
         self.sim.step(full[0:7], grip, full[8:10])
         ts = self.task.step(self.sim, full)
         self._steps += 1

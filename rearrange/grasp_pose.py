@@ -37,6 +37,7 @@ MAX_TILT = 1.0  # rad: beyond this the object would hang beside the cup rather t
 MAX_LATERAL = 0.05  # m: the cup's radius is about 0.03
 MAX_ARM_OFFSET = 1.0  # rad per joint
 MAX_EE_SHIFT = 1.0  # m: the Fetch arm's reach
+ARM_START_MAX_PENETRATION = 0.002  # m: a varied start arm (`start_arm`) may touch the scene, not sink into it
 
 
 def _bounded(node: Mapping[str, Any], name: str, key: str, default: float, hi: float, unit: str,
@@ -91,7 +92,7 @@ def _turned(turn_axis: np.ndarray, angle: float, quat: np.ndarray, v: np.ndarray
 
 @dataclass(frozen=True)
 class ArmStartNoise:
-    """The `start_arm` node of a skill config (pick; absent or prob 0: the arm starts at rest, as habitat)."""
+    """The `start_arm` node of a skill config (pick, nav; absent or prob 0: the arm starts at rest, as habitat)."""
 
     prob: float = 0.0
     max_offset: float = 0.0

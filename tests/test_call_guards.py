@@ -264,7 +264,7 @@ def test_a_nav_rests_the_arm_while_it_drives_when_asked(rest):
     """`agent.rest_arm_during_nav`: the arm comes back to rest during the nav's own steps (0.3 rad at 0.0125 rad a
     step: 24 of its 40), so the call after it (the nav again: the first one stopped short) starts at rest with no
     reset_arm at all."""
-    from eval.agent_motions import RESET_ARM_TOLERANCE, arm_rest_error
+    from rearrange.arm_rest import RESET_ARM_TOLERANCE, arm_rest_error
 
     env = hab_env("tidy_house", 200)
     errors = []

@@ -49,6 +49,7 @@ class Task(Protocol):
     sensor_target: SensorTarget
     grip_disabled: bool  # True: the env never sends a grip command (close tasks)
     base_reverse_speed: float  # reverse base speed commands are scaled by this (1: as forwards)
+    arm_to_rest: bool  # True: the env replaces the arm command with the one that drives the arm to rest
 
     def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
         """Start an episode; the sim already holds the episode's state."""
@@ -69,6 +70,7 @@ class ExploreTask:
         self.max_steps = int(max_steps)
         self.grip_disabled = False
         self.base_reverse_speed = 1.0
+        self.arm_to_rest = False
         self.sensor_target = SensorTarget()
 
     def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:

@@ -80,6 +80,7 @@ class HabTask:
         self.obs_keys = tuple(node["obs_keys"] if obs_keys is None else obs_keys)
         self.action_subsets = FULL_SUBSETS
         self.grip_disabled = False
+        self.arm_to_rest = False  # the agent drives the arm itself (agent.rest_arm_during_nav)
         self.base_reverse_speed = 1.0  # the agent expands each skill's actions with the skill's own
         self.sensor_target = SensorTarget()
         self.problem: Any = None

@@ -8,6 +8,11 @@ deviation as in the articulated skills; absent: 0, habitat's reward); minus `col
 step whose base motion furniture or a wall blocked (a deviation; absent: 0, habitat's reward). Success:
 2-D distance < `success_distance`, heading error < `success_angle`, and the stop action called. Calling
 stop ends the episode, success or not.
+
+Ours, off by default (the nav that `agent.rest_arm_during_nav` runs): `arm_to_rest` has the env swing the
+arm back to rest while the nav drives (the agent's command, `rearrange.arm_rest`), and `start_arm` starts
+the arm off rest (`rearrange.grasp_pose.ArmStartNoise`, as pick's), so the nav learns with an arm moving
+across its camera's view, as it meets it after a pick or a place.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import numpy as np
 from configs.ranges import check_range
 from rearrange.actions import ACTION_SLICES, BASE_LINEAR
 from rearrange.episodes import Episode
+from rearrange.grasp_pose import ARM_START_MAX_PENETRATION, ArmStartNoise, perturb_arm
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, heading_error
@@ -73,6 +79,8 @@ class NavTask(SkillTask):
         for name in ("early_stop_pen", "collision_pen"):
             check_range(f"skill.reward.{name}", getattr(self.reward_cfg, name))
         self.goal_xy = np.zeros(2)
+        self.arm_to_rest = bool(cfg.get("arm_to_rest", False))
+        self.arm_noise = ArmStartNoise.from_node(cfg.get("start_arm"))
 
     def reset(self, sim: RearrangeSim, episode: Episode, rng: np.random.Generator) -> None:
         if "nav_goal" not in episode.info:
@@ -80,6 +88,9 @@ class NavTask(SkillTask):
         self.sensor_target = target_from_episode(episode)
         self.goal_xy = np.asarray(episode.info["nav_goal"], dtype=np.float64)[:2]
         self.grip_disabled = False
+        if self.arm_noise.prob > 0.0 and rng.random() < self.arm_noise.prob:
+            perturb_arm(sim, rng, self.arm_noise.max_offset, self.arm_noise.max_ee_shift,
+                        max_penetration=ARM_START_MAX_PENETRATION)
         self.dist.reset(self._reward_distance(sim))
         self.angle.reset(None)
         if self.euclidean(sim) < self.reward_cfg.turn_reward_dist:

@@ -26,7 +26,7 @@ import numpy as np
 
 from configs.ranges import check_range
 from rearrange.episodes import Episode
-from rearrange.grasp_pose import ArmStartNoise, perturb_arm
+from rearrange.grasp_pose import ARM_START_MAX_PENETRATION, ArmStartNoise, perturb_arm
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, ContainerExit, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
 
 
-ARM_START_MAX_PENETRATION = 0.002  # m: a varied start arm may touch the scene, not sink into it
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ class SkillTask:
         self.obs_keys = skill_obs_keys(cfg)
         self.action_subsets = skill_action_subsets(cfg)
         self.base_reverse_speed = skill_base_reverse_speed(cfg)
+        self.arm_to_rest = False  # nav may set it (configs/skill/nav.yaml)
         self.max_steps = int(cfg["max_steps"])
         self.sensor_target = SensorTarget()
         self.grip_disabled = False
