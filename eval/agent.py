@@ -17,9 +17,10 @@ place may not let go of its object far from the goal (ours: a dropped object oft
 reaches it), with `agent.release_settle_steps` not while the object still swings, and with
 `agent.pick_push_guard` a pick that pushes its target along ends before the target goes over an edge
 (ours, eval/call_guards.py), with `agent.place_shut_guard` a place that pushes its goal's drawer (or the
-fridge door) towards shut ends before the object is let go where the drawer was, and `agent.pick_base_scale` scales a pick's base command (ours, off); with
-`agent.nav_unstick_steps` a nav that pins its base against furniture is driven out
-of the wedge inside the same call (ours; these scripted motions are eval/agent_motions.py). When the
+fridge door) towards shut ends before the object is let go where the drawer was, `agent.pick_base_scale`
+scales a pick's base command and `agent.pick_base_smoothing` averages it with the last one (ours, both off);
+with `agent.nav_unstick_steps` a nav that pins its base against furniture is driven out of the wedge inside
+the same call (ours; these scripted motions are eval/agent_motions.py). When the
 plan is exhausted, the agent first stands still for `agent.settle_steps` steps (habitat's fixed policy
 appends wait(30); a placed fruit may still be rolling), then calls stop if the
 goal holds (habitat: the high-level policy ends the episode); if the goal does not hold it re-plans too.
@@ -135,6 +136,7 @@ class HabAgent:
         self.push_guard = PushGuard(s.pick_push_guard if replan_mode else 0.0)
         self.shut_guard = ShutGuard(s.place_shut_guard if replan_mode else 0.0)
         self.pick_base_scale = s.pick_base_scale if replan_mode else 1.0
+        self.pick_base_smoothing = s.pick_base_smoothing if replan_mode else 0.0
         self.rest_arm_during_nav = s.rest_arm_during_nav and replan_mode
         # called as `on_skill_start(env, call, retry)` just before a skill call's first step (after its
         # arm reset and back-off), e.g. to save the states a skill starts from (eval/skill_starts.py)
@@ -284,12 +286,17 @@ class HabAgent:
         shut = self.shut_guard if call.skill == "place" and self.shut_guard.active else None
         if shut is not None:  # the containers the goal lies in
             shut.start(sim, env.task.problem.containers_of(call.target.entity))
+        base_before: np.ndarray | None = None  # the pick's last base command (`agent.pick_base_smoothing`)
         while True:
             full = controller.act(sim, obs)
             skill_action = full.copy()
             full[STOP] = 0.0  # a skill's stop ends the skill, never the episode
             if call.skill == "pick":
                 full[BASE] *= self.pick_base_scale  # `agent.pick_base_scale`: the whole call's base slowed
+                if self.pick_base_smoothing > 0.0:  # `agent.pick_base_smoothing`: a step-to-step flip averaged out
+                    if base_before is not None:
+                        full[BASE] = self.pick_base_smoothing * base_before + (1.0 - self.pick_base_smoothing) * full[BASE]
+                    base_before = full[BASE].copy()
             if rest_while_driving:
                 full[ARM] = arm_rest_command(sim)
             if gate is not None and (verdict := gate.check(sim, full)) is not None:

@@ -51,6 +51,7 @@ class AgentSettings:
     pick_push_guard: float = 0.0         # m a pick may push its target along (0: off)
     place_shut_guard: float = 0.0        # share of its range a place may push its goal's container shut (0: off)
     pick_base_scale: float = 1.0         # a pick call's base command times this, in (0, 1] (1: as the policy says)
+    pick_base_smoothing: float = 0.0     # a pick call's base command averaged with the last one, weight in [0, 1) (0: off)
 
     def __post_init__(self) -> None:
         """ValueError (one line) for a mode or reset_arm no agent has; lists become tuples."""
@@ -110,6 +111,9 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     scale = agent_cfg.get("pick_base_scale", _PLAIN.pick_base_scale)
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0.0 < scale <= 1.0:
         raise ConfigError(f"agent.pick_base_scale must be a number in (0, 1] (1: off); got {scale!r}")
+    smoothing = agent_cfg.get("pick_base_smoothing", _PLAIN.pick_base_smoothing)
+    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not 0.0 <= smoothing < 1.0:
+        raise ConfigError(f"agent.pick_base_smoothing must be a weight in [0, 1) (0: off); got {smoothing!r}")
     speed = agent_cfg.get("release_settle_speed", _PLAIN.release_settle_speed)
     if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0.0 < speed <= 10.0:
         raise ConfigError(f"agent.release_settle_speed must be a speed in m/s in (0, 10]; got {speed!r}")

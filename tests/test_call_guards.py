@@ -1,5 +1,5 @@
 """The agent's call guards (eval/call_guards.py: release settle, pick push guard, place shut guard), its pick
-base scale, the arm rested during a nav, and eval-hab's floor drops (eval/floor_watch.py)."""
+base scale and smoothing, the arm rested during a nav, and eval-hab's floor drops (eval/floor_watch.py)."""
 
 from __future__ import annotations
 
@@ -199,17 +199,19 @@ def test_the_shut_guard_watches_only_the_containers_it_is_given():
 
 
 class _Reverse(Idle):
-    """A pick that reverses the base at full command and records where the base stood before every step."""
+    """A pick that reverses the base at full command (with `flip`, forward on every other step) and records
+    where the base stood before every step."""
 
-    def __init__(self, skill, log):
+    def __init__(self, skill, log, flip=False):
         super().__init__(skill)
         self.log = log
+        self.flip = flip
 
     def act(self, sim, obs):
         self.log.append(np.asarray(sim.base_xy, dtype=np.float64).copy())
         action = np.zeros(11)
         action[7] = -1.0
-        action[8] = -1.0  # base linear: full reverse
+        action[8] = 1.0 if self.flip and len(self.log) % 2 == 0 else -1.0  # base linear: full reverse (or forward)
         return action
 
 
@@ -233,6 +235,39 @@ def test_pick_base_scale_slows_a_picks_base_in_replan_mode_only():
     assert quarter == pytest.approx(0.25 * 10.0 / 120.0, rel=0.05) and full > 1.5 * quarter
     # habitat's fixed plan runs the policy as it is
     assert _pick_reverse_per_step(0.25, mode="fixed") == pytest.approx(full, rel=0.05)
+
+
+def _pick_base_path(smoothing: float, flip: bool) -> tuple[float, float]:
+    """(mean path length per step, mean displacement per step), m, over a pick call's first 8 steps."""
+    env = hab_env("tidy_house", 700)
+    log: list = []
+    try:
+        agent = HabAgent("oracle", FirstCallReplaced("pick", lambda oracle: _Reverse(oracle.skill, log, flip)),
+                         AgentSettings(max_replans=0, pick_base_smoothing=smoothing))
+        agent.run_episode(env, 0)
+    finally:
+        env.close()
+    steps = np.diff(np.asarray(log[:9]), axis=0)
+    return float(np.mean(np.linalg.norm(steps, axis=1))), float(np.linalg.norm(log[8] - log[0])) / 8
+
+
+def test_pick_base_smoothing_damps_a_flipping_command_and_keeps_a_steady_one():
+    shaking, _ = _pick_base_path(0.0, flip=True)
+    damped, _ = _pick_base_path(0.6, flip=True)
+    assert shaking > 0.05 and damped < 0.5 * shaking  # full steps back and forth, then small ones
+    _, steady = _pick_base_path(0.0, flip=False)
+    _, steady_smoothed = _pick_base_path(0.6, flip=False)
+    assert steady_smoothed == pytest.approx(steady, rel=0.05)  # a steady reverse goes as far
+
+
+def test_pick_base_smoothing_is_validated():
+    from configs.compose import ConfigError
+
+    cfg = {"max_replans": 0, "settle_steps": 0, "deterministic": True}
+    for bad in (-0.1, 1.0, True):
+        with pytest.raises(ConfigError, match=r"agent.pick_base_smoothing must be a weight in \[0, 1\) \(0: off\)"):
+            check_agent_config({**cfg, "pick_base_smoothing": bad})
+    check_agent_config({**cfg, "pick_base_smoothing": 0.5})
 
 
 def test_pick_base_scale_is_validated():
