@@ -35,6 +35,8 @@ from eval.eval_config import check_eval_config
 from eval.parallel import check_workers, run_indexed
 
 SKILLS = ("pick", "place", "nav", "open_fridge", "close_fridge", "open_cab", "close_cab")
+# the skills whose start arm eval.start_grasp.max_arm_offset may turn off rest (skill.start_arm)
+ARM_START_SKILLS = ("pick", "nav")
 
 
 # skill.reward keys that end a training episode early where habitat's task runs on; eval-skill sets them false
@@ -452,10 +454,10 @@ def _start_grasp(skill: str, node: Mapping[str, Any] | None) -> dict[str, float]
     given = {k: float(v) for k, v in (node or {}).items() if v is not None}
     if not any(given.values()):
         return None
-    if skill in ("pick", "nav") and any(v for k, v in given.items() if k != "max_arm_offset"):
+    if skill in ARM_START_SKILLS and any(v for k, v in given.items() if k != "max_arm_offset"):
         exit_with_error(f"eval.start_grasp: for {skill} only max_arm_offset applies (its arm off rest, skill.start_arm); "
                         "max_tilt and max_lateral apply to place only (the skill that starts holding)")
-    if skill not in ("place", "pick", "nav"):
+    if skill != "place" and skill not in ARM_START_SKILLS:
         exit_with_error(f"eval.start_grasp applies to place only (the skill that starts holding), not {skill}; "
                         "max_arm_offset also to pick and nav")
     try:
@@ -488,7 +490,7 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
             # pushed target (pick), an object that leaves the goal after its release or a goal container pushed
             # toward closed (place) runs on to the timeout, whatever training-only end the policy trained with
             cfg["reward"] = {**cfg.get("reward", {}), **{key: False for key in TRAINING_ONLY_ENDS[skill]}}
-        if skill in ("pick", "nav"):  # a varied start arm (skill.start_arm) is training only: eval starts at rest
+        if skill in ARM_START_SKILLS:  # a varied start arm (skill.start_arm) is training only: eval starts at rest
             offset = (start_grasp or {}).get("max_arm_offset", 0.0)  # unless eval.start_grasp.max_arm_offset asks
             cfg["start_arm"] = {"prob": 1.0, "max_offset": offset} if offset else {}
             if skill == "nav" and offset:  # the arm then swings back to rest as the nav drives, as inside the
@@ -509,7 +511,7 @@ def _make_env(agent: Any, skill: str, episodes: list, checkpoint: str | None = N
             msg = str(exc).strip().splitlines()[0]
             exit_with_error(msg if isinstance(exc, ObservationMismatch) else f"checkpoint {checkpoint}: {msg}")
         return env
-    if skill == "place" or (skill in ("pick", "nav") and start_grasp):
+    if skill == "place" or (skill in ARM_START_SKILLS and start_grasp):
         return RearrangeEnv(make_skill_task(task_config(load_skill_config(skill))), episodes, episode_order="cycle")
     register_skill_envs()
     return make_registered_env(SKILL_ENV_IDS[skill], episodes=episodes, episode_order="cycle")

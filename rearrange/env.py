@@ -144,9 +144,10 @@ class RearrangeEnv(gymnasium.Env):
         returned is None; `observation()` reads them later): an oracle prefix that no policy sees."""
         if self.sim is None or self.current_episode is None:
             raise RuntimeError("call reset() before step()")
-        full = np.array(full, dtype=np.float64).reshape(-1)  # a copy: the arm entries may be replaced
+        full = np.asarray(full, dtype=np.float64).reshape(-1)
         grip = None if ("grip" not in self.task.action_subsets or self.task.grip_disabled) else float(full[7])
         if self.task.arm_to_rest:  # the arm swings back to rest by itself (nav's `arm_to_rest`)
+            full = full.copy()  # the caller's action stays as it was
             full[0:7] = arm_rest_command(self.sim)
         self.sim.step(full[0:7], grip, full[8:10])
         ts = self.task.step(self.sim, full)

@@ -107,6 +107,12 @@ class ArmStartNoise:
         shift = _bounded(node, "start_arm", "max_ee_shift", cls.max_ee_shift, MAX_EE_SHIFT, " m", open_low=True)
         return cls(prob=prob, max_offset=offset, max_ee_shift=shift)
 
+    def apply(self, sim: RearrangeSim, rng: np.random.Generator) -> None:
+        """With probability `prob`, turn the arm off rest (`perturb_arm`, clear of the scene); with prob 0 nothing
+        is drawn from `rng`, so episodes repeat as without the node."""
+        if self.prob > 0.0 and rng.random() < self.prob:
+            perturb_arm(sim, rng, self.max_offset, self.max_ee_shift, max_penetration=ARM_START_MAX_PENETRATION)
+
 
 def perturb_arm(sim: RearrangeSim, rng: np.random.Generator, max_offset: float, max_ee_shift: float,
                 max_penetration: float | None = None) -> np.ndarray:

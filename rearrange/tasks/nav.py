@@ -26,7 +26,7 @@ import numpy as np
 from configs.ranges import check_range
 from rearrange.actions import ACTION_SLICES, BASE_LINEAR
 from rearrange.episodes import Episode
-from rearrange.grasp_pose import ARM_START_MAX_PENETRATION, ArmStartNoise, perturb_arm
+from rearrange.grasp_pose import ArmStartNoise
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.base import TaskStep
 from rearrange.tasks.rewards import DistanceDelta, heading_error
@@ -88,9 +88,7 @@ class NavTask(SkillTask):
         self.sensor_target = target_from_episode(episode)
         self.goal_xy = np.asarray(episode.info["nav_goal"], dtype=np.float64)[:2]
         self.grip_disabled = False
-        if self.arm_noise.prob > 0.0 and rng.random() < self.arm_noise.prob:
-            perturb_arm(sim, rng, self.arm_noise.max_offset, self.arm_noise.max_ee_shift,
-                        max_penetration=ARM_START_MAX_PENETRATION)
+        self.arm_noise.apply(sim, rng)
         self.dist.reset(self._reward_distance(sim))
         self.angle.reset(None)
         if self.euclidean(sim) < self.reward_cfg.turn_reward_dist:

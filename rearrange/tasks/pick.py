@@ -26,7 +26,7 @@ import numpy as np
 
 from configs.ranges import check_range
 from rearrange.episodes import Episode
-from rearrange.grasp_pose import ARM_START_MAX_PENETRATION, ArmStartNoise, perturb_arm
+from rearrange.grasp_pose import ArmStartNoise
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, ContainerExit, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
@@ -35,8 +35,6 @@ from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
-
-
 
 
 @dataclass(frozen=True)
@@ -96,10 +94,8 @@ class PickTask(SkillTask):
         self.sensor_target = target_from_episode(episode)
         self.target = episode.targets[0].object
         self.grip_disabled = False
-        if self.arm_noise.prob > 0.0 and sim.grasped is None and rng.random() < self.arm_noise.prob:
-            # the arm off rest, as a place or a blocked arm reset leaves it in the HAB tasks (training only)
-            perturb_arm(sim, rng, self.arm_noise.max_offset, self.arm_noise.max_ee_shift,
-                        max_penetration=ARM_START_MAX_PENETRATION)
+        if sim.grasped is None:  # the arm off rest, as a place or a blocked arm reset leaves it in the HAB tasks
+            self.arm_noise.apply(sim, rng)  # (training only)
         self.prev_grasped = sim.grasped
         self.picked_once = False
         if self.force is not None:
