@@ -167,3 +167,24 @@ def test_pick_bad_knock_values_are_named():
         make_env("pick", reward__target_push_pen=-1.0)
     with pytest.raises(ValueError, match="target_push_cap"):
         make_env("pick", reward__target_push_cap=0.0)
+    with pytest.raises(ValueError, match="base_change_pen"):
+        make_env("pick", reward__base_change_pen=-0.1)
+
+
+@pytest.mark.parametrize("pen", [0.0, 0.05])
+def test_pick_base_change_costs_the_commands_step_to_step_change(pen):
+    """base_change_pen > 0 (deviation): each step pays pen x the L1 change of the clipped base command from the step
+    before (nothing on the episode's first step); a steady command pays nothing; `base_change` reads the episode's
+    mean change per step whatever the cost."""
+    env = make_env("pick", reward__base_change_pen=pen)
+    _, _, _, _, info = env.step(action(env, base=[0.5, -0.5]))
+    assert info["base_change"] == 0.0 and "reward/base_change" not in info  # no step before
+    _, _, _, _, info = env.step(action(env, base=[0.5, -0.5]))
+    assert info["base_change"] == 0.0 and "reward/base_change" not in info  # steady
+    _, _, _, _, info = env.step(action(env, base=[-0.5, 3.0]))  # flipped, the turn clipped to 1: a change of 2.5
+    assert info.get("reward/base_change", 0.0) == pytest.approx(-pen * 2.5)
+    assert info["base_change"] == pytest.approx(2.5 / 2)  # mean over the two steps that had a step before
+    env.reset()
+    _, _, _, _, info = env.step(action(env, base=[1.0, 1.0]))
+    assert info["base_change"] == 0.0 and "reward/base_change" not in info  # reset forgets the last episode
+    env.close()

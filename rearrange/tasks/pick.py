@@ -11,7 +11,9 @@ and (`knock_pen` > 0) knock_pen once for each other object of the episode moved 
 from where the episode put it (`KnockWatch`; `info["knocked"]` counts them whatever the cost); and
 (`target_push_pen` > 0) target_push_pen per metre the target itself is pushed from its reset position before
 its first grasp, up to `target_push_cap` (`PushWatch`; `info["target_push"]` is that distance whatever the
-cost), the episode ending at the cap with `target_push_should_end`.
+cost), the episode ending at the cap with `target_push_should_end`; and (`base_change_pen` > 0) base_change_pen
+x the L1 change of the base command from the step before (`CommandChange`; `info["base_change"]`, whatever the
+cost, is that change averaged over the episode's steps so far, eval-skill's measure of a shaking base), against a policy whose mean action flips the base back and forth beside its target.
 Success: holding the target with the ee within `ee_resting_threshold` of the resting position; the
 episode ends on success.
 """
@@ -25,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from configs.ranges import check_range
+from rearrange.actions import ACTION_SLICES
 from rearrange.episodes import Episode
 from rearrange.grasp_pose import ArmStartNoise
 from rearrange.sensors import target_from_episode
 from rearrange.tasks.approach import ApproachShaping, ContainerExit, check_approach_cfg, check_offset_cfg
 from rearrange.tasks.base import TaskStep
-from rearrange.tasks.rewards import DistanceDelta, KnockWatch, PushWatch, norm
+from rearrange.tasks.rewards import CommandChange, DistanceDelta, KnockWatch, PushWatch, norm
 from rearrange.tasks.skill_base import SkillTask, ee_to_rest, read_config
 
 if TYPE_CHECKING:
@@ -55,6 +58,7 @@ class PickReward:
     target_push_pen: float = 0.0  # deviation when > 0 (absent in configs saved before 2026-12-02: off)
     target_push_cap: float = 0.3
     target_push_should_end: bool = False
+    base_change_pen: float = 0.0  # deviation when > 0 (absent in configs saved before 2026-12-06: off)
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,8 @@ class PickTask(SkillTask):
         check_range("skill.reward.target_push_pen", r.target_push_pen, unit="per m")
         check_range("skill.reward.target_push_cap", r.target_push_cap, low_open=True, unit="m")
         self.push = PushWatch(r.target_push_cap)
+        check_range("skill.reward.base_change_pen", r.base_change_pen, unit="per unit of change")
+        self.base_change = CommandChange()
         self.target: str | None = None
         self.prev_grasped: str | None = None
         self.picked_once = False
@@ -106,6 +112,7 @@ class PickTask(SkillTask):
         self.approach.reset(sim, sim.object_pos(self.target), receptacle)
         self.knocks.reset(sim, [o.name for o in episode.objects if o.name != self.target])
         self.push.reset(sim.object_pos(self.target))
+        self.base_change.reset()
         if sim.grasped == self.target:
             self.approach.stop()
             self.push.stop()
@@ -156,6 +163,10 @@ class PickTask(SkillTask):
         if self.push.at_cap and r.target_push_should_end:
             terminated = True
         info["target_push"] = self.push.furthest
+        change = self.base_change(full_action[ACTION_SLICES["base"]])
+        if change > 0.0 and r.base_change_pen > 0.0:
+            terms["base_change"] = -r.base_change_pen * change
+        info["base_change"] = self.base_change.mean
         rest = ee_to_rest(sim)
         success = grasped == self.target and rest < s.ee_resting_threshold
         if success:

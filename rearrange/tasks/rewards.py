@@ -176,6 +176,36 @@ class PushWatch:
         return rise
 
 
+class CommandChange:
+    """How much a command moved since the step before: the L1 distance between this step's entries and the last
+    step's (0 on the first step after `reset`, when there is no last one); `mean` is that change averaged over the
+    steps since `reset` that had a step before."""
+
+    def __init__(self) -> None:
+        self.last: np.ndarray | None = None
+        self.total = 0.0
+        self.steps = 0
+
+    def reset(self) -> None:
+        self.last = None
+        self.total = 0.0
+        self.steps = 0
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.steps if self.steps else 0.0
+
+    def __call__(self, command: Any) -> float:
+        now = np.array(command, dtype=np.float64)
+        change = 0.0
+        if self.last is not None:
+            change = float(np.abs(now - self.last).sum())
+            self.total += change
+            self.steps += 1
+        self.last = now
+        return change
+
+
 def norm(v: Any) -> float:
     """Euclidean length of a vector as a Python float."""
     return float(np.linalg.norm(np.asarray(v, dtype=np.float64)))
