@@ -12,8 +12,9 @@ from where the episode put it (`KnockWatch`; `info["knocked"]` counts them whate
 (`target_push_pen` > 0) target_push_pen per metre the target itself is pushed from its reset position before
 its first grasp, up to `target_push_cap` (`PushWatch`; `info["target_push"]` is that distance whatever the
 cost), the episode ending at the cap with `target_push_should_end`; and (`base_change_pen` > 0) base_change_pen
-x the L1 change of the base command from the step before (`CommandChange`; `info["base_change"]`, whatever the
-cost, is that change averaged over the episode's steps so far, eval-skill's measure of a shaking base), against a policy whose mean action flips the base back and forth beside its target.
+x the L1 change of the base command from the step before (`CommandChange`), against a mean action that flips the
+base back and forth beside its target; `info["base_change"]`, whatever the cost, is that change averaged over the
+episode's steps so far (eval-skill's measure of a shaking base).
 Success: holding the target with the ee within `ee_resting_threshold` of the resting position; the
 episode ends on success.
 """
