@@ -98,8 +98,9 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"agent.{key} must be an integer >= 0; got {value!r}")
     for key, zero_ok, note in (("retry_backoff", True, ""), ("nav_unstick_distance", False, ""),
-                               ("release_guard", True, " (0: off)"), ("pick_push_guard", True, " (0: off)")):
-        value = agent_cfg.get(key, getattr(_PLAIN, key))
+                               ("release_guard", True, " (0: off)"), ("pick_push_guard", True, " (0: off)"),
+                               ("target_order_radius", True, " (0: index order)")):
+        value = agent_cfg.get(key, getattr(_PLAIN, key) if hasattr(_PLAIN, key) else 0.0)
         number = not isinstance(value, bool) and isinstance(value, (int, float))
         if not number or not (0.0 <= value <= 2.0 if zero_ok else 0.0 < value <= 2.0):
             span = "[0, 2]" if zero_ok else "(0, 2]"

@@ -16,8 +16,10 @@ with a progress bar, and writes into the output folder:
 
 Learned agents find their checkpoints (`--checkpoint-dir`, `agent.checkpoints.<skill>`, else the shipped
 `checkpoints/`) and get observations with each checkpoint's camera settings through
-eval/skill_library.py. Settings live in configs/eval_hab.yaml; anything there can be overridden
-Hydra-style after the flags.
+eval/skill_library.py. In replan mode the agent handles each episode's targets in clutter-aware order
+(`agent.target_order_radius`, planner/target_order.py: a target is picked before another object is put
+down beside it), and its stages are named in that order; fixed mode keeps habitat's index order.
+Settings live in configs/eval_hab.yaml; anything there can be overridden Hydra-style after the flags.
 """
 
 from __future__ import annotations
@@ -180,6 +182,15 @@ def load_scenario_episodes(scenario: str, split: str, count: int, seed: int,
     return generate_episodes(scenario, split, count, seed), split
 
 
+def planned_episodes(episodes: Sequence[Any], agent_cfg: Mapping[str, Any]) -> list:
+    """The episodes with their targets in the order the agent handles them: clutter-aware in replan mode
+    (`agent.target_order_radius`, planner/target_order.py), habitat's index order in fixed mode."""
+    from planner.target_order import ordered_episode
+
+    radius = float(agent_cfg.get("target_order_radius", 0.0)) if agent_cfg.get("mode", "replan") == "replan" else 0.0
+    return [ordered_episode(ep, radius) for ep in episodes]
+
+
 def initial_plans(scenario: str, episodes: Sequence[Any]) -> list:
     """The planner's plan of every episode from its initial state (layouts are generated, no sim)."""
     from planner.predicates import PredicateThresholds, load_planner_cfg
@@ -300,6 +311,7 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
 
     if workers > 1 and on_skill_start is not None:
         raise ValueError("evaluate: on_skill_start needs workers=1 (it runs in this process)")
+    episodes = planned_episodes(episodes, cfg["agent"])
     run = _set_up(scenario, agent_type, episodes, cfg, seed, checkpoint_dir)
     run.agent.on_skill_start = on_skill_start
     order = list(range(len(episodes))) if indices is None else list(indices)
