@@ -100,7 +100,7 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     for key, zero_ok, note in (("retry_backoff", True, ""), ("nav_unstick_distance", False, ""),
                                ("release_guard", True, " (0: off)"), ("pick_push_guard", True, " (0: off)"),
                                ("target_order_radius", True, " (0: index order)")):
-        value = agent_cfg.get(key, getattr(_PLAIN, key) if hasattr(_PLAIN, key) else 0.0)
+        value = agent_cfg.get(key, getattr(_PLAIN, key, 0.0))  # target_order_radius: eval-hab reads it, not the agent
         number = not isinstance(value, bool) and isinstance(value, (int, float))
         if not number or not (0.0 <= value <= 2.0 if zero_ok else 0.0 < value <= 2.0):
             span = "[0, 2]" if zero_ok else "(0, 2]"
@@ -123,7 +123,7 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
         if value not in RESET_ARM_CHOICES:
             raise ConfigError(unknown_choice(f"agent.{key}", str(value), RESET_ARM_CHOICES))
     for key in ("deterministic", "sample_retries", "reset_arm_lift_first", "retry_backoff_forward",
-                "rest_arm_during_nav"):
+                "rest_arm_during_nav", "target_order_travel"):
         if not isinstance(agent_cfg.get(key, False), bool):
             raise ConfigError(f"agent.{key} must be true or false; got {agent_cfg.get(key)!r}")
     for key in ("oracle_skills", "sampled_skills", "unstick_skills"):

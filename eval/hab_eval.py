@@ -182,13 +182,26 @@ def load_scenario_episodes(scenario: str, split: str, count: int, seed: int,
     return generate_episodes(scenario, split, count, seed), split
 
 
-def planned_episodes(episodes: Sequence[Any], agent_cfg: Mapping[str, Any]) -> list:
-    """The episodes with their targets in the order the agent handles them: clutter-aware in replan mode
-    (`agent.target_order_radius`, planner/target_order.py), habitat's index order in fixed mode."""
+def planned_episodes(episodes: Sequence[Any], agent_cfg: Mapping[str, Any],
+                     sim_cfg: Mapping[str, Any] | None = None) -> list:
+    """The episodes with their targets in the order the agent handles them (planner/target_order.py): in
+    replan mode clutter-aware (`agent.target_order_radius`), with `agent.target_order_travel` the shortest
+    trip among those orders on each layout's nav map (the robot's radius from `sim_cfg`); habitat's index
+    order in fixed mode."""
     from planner.target_order import ordered_episode
 
-    radius = float(agent_cfg.get("target_order_radius", 0.0)) if agent_cfg.get("mode", "replan") == "replan" else 0.0
-    return [ordered_episode(ep, radius) for ep in episodes]
+    if agent_cfg.get("mode", "replan") != "replan":
+        return list(episodes)
+    radius = float(agent_cfg.get("target_order_radius", 0.0))
+    if not agent_cfg.get("target_order_travel", False):
+        return [ordered_episode(ep, radius) for ep in episodes]
+    from rearrange.layout import cached_layout
+    from rearrange.navmap import layout_navmap
+    from rearrange.sim import load_sim_config
+
+    robot_radius = float(load_sim_config(sim_cfg)["base"]["radius"])
+    return [ordered_episode(ep, radius, layout_navmap(cached_layout(ep.layout_seed), robot_radius).geodesic_distance)
+            for ep in episodes]
 
 
 def initial_plans(scenario: str, episodes: Sequence[Any]) -> list:
@@ -311,7 +324,7 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
 
     if workers > 1 and on_skill_start is not None:
         raise ValueError("evaluate: on_skill_start needs workers=1 (it runs in this process)")
-    episodes = planned_episodes(episodes, cfg["agent"])
+    episodes = planned_episodes(episodes, cfg["agent"], cfg.get("sim"))
     run = _set_up(scenario, agent_type, episodes, cfg, seed, checkpoint_dir)
     run.agent.on_skill_start = on_skill_start
     order = list(range(len(episodes))) if indices is None else list(indices)

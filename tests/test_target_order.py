@@ -3,12 +3,13 @@ handled first, in replan mode only; a bad radius is a one-line error."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from configs.compose import ConfigError, compose, to_plain
 from eval.agent_config import check_agent_config
 from eval.hab_eval import initial_plans, planned_episodes
-from planner.target_order import clutter_order, ordered_episode
+from planner.target_order import clutter_order, ordered_episode, shortest_order
 from rearrange.generate import generate_episodes
 
 FAR = [(0.0, 0.0, 0.8), (5.0, 0.0, 0.8), (10.0, 0.0, 0.8)]
@@ -68,3 +69,30 @@ def test_bad_radius_is_a_one_line_error(value):
     agent = to_plain(compose("eval_hab"))["agent"]
     with pytest.raises(ConfigError, match="agent.target_order_radius must be a number of metres in \\[0, 2\\]"):
         check_agent_config({**agent, "target_order_radius": value})
+
+
+def _straight(a, b):
+    return float(np.linalg.norm(np.subtract(a, b)))
+
+
+def test_shortest_order_takes_the_short_trip_within_the_constraints():
+    starts = [(10.0, 0.0, 0.8), (1.0, 0.0, 0.8), (20.0, 0.0, 0.8)]
+    goals = [(11.0, 0.0, 0.8), (2.0, 0.0, 0.8), (21.0, 0.0, 0.8)]
+    assert shortest_order((0.0, 0.0), starts, goals, 0.5, _straight) == [1, 0, 2]  # along the line
+    goals[1] = (20.1, 0.0, 0.8)  # target 1's goal now lies beside target 2's start: 2 must come first
+    assert shortest_order((0.0, 0.0), starts, goals, 0.5, _straight) == [0, 2, 1]
+    assert shortest_order((0.0, 0.0), starts, goals, 0.0, _straight) == [1, 2, 0]  # no constraint: 1 ends by 2
+
+
+def test_unreachable_legs_count_as_the_straight_line():
+    starts = [(10.0, 0.0, 0.8), (1.0, 0.0, 0.8)]
+    goals = [(11.0, 0.0, 0.8), (2.0, 0.0, 0.8)]
+    assert shortest_order((0.0, 0.0), starts, goals, 0.5, lambda a, b: float("inf")) == [1, 0]
+
+
+def test_travel_order_in_eval_hab_only_in_replan_mode():
+    eps = generate_episodes("tidy_house", "val", 3, 0)
+    replan = planned_episodes(eps, {"mode": "replan", "target_order_radius": 0.5, "target_order_travel": True})
+    fixed = planned_episodes(eps, {"mode": "fixed", "target_order_radius": 0.5, "target_order_travel": True})
+    assert all(f is e for f, e in zip(fixed, eps, strict=True))
+    assert any([t.object for t in r.targets] != [t.object for t in e.targets] for r, e in zip(replan, eps, strict=True))
