@@ -1,7 +1,8 @@
 """The HAB agent's `agent` node of configs/eval_hab.yaml: its agent types, modes and choices, `AgentSettings`
 (every setting of the agent's loop in one place, with the plain agent's values as defaults), the validation that
-turns a bad value into one line naming the key and what it may be (before any episode runs), and `make_agent`,
-which builds the agent a node describes (oracle or learned skills)."""
+turns a bad value into one line naming the key and what it may be (before any episode runs), `planned_episodes`
+(the order in which the agent handles each episode's targets), and `make_agent`, which builds the agent a node
+describes (oracle or learned skills)."""
 
 from __future__ import annotations
 
@@ -139,6 +140,28 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
     for name in after:
         if name not in SKILL_OF_ACTION:
             raise ConfigError(unknown_choice("agent.fixed_renavigate_after entry", str(name), tuple(SKILL_OF_ACTION)))
+
+
+def planned_episodes(episodes: Sequence[Any], agent_cfg: Mapping[str, Any],
+                     sim_cfg: Mapping[str, Any] | None = None) -> list:
+    """The episodes with their targets in the order the agent handles them (planner/target_order.py): in
+    replan mode clutter-aware (`agent.target_order_radius`), with `agent.target_order_travel` the shortest
+    trip among those orders on each layout's nav map (the robot's radius from `sim_cfg`); habitat's index
+    order in fixed mode."""
+    from planner.target_order import ordered_episode
+
+    if agent_cfg.get("mode", "replan") != "replan":
+        return list(episodes)
+    radius = float(agent_cfg.get("target_order_radius", 0.0))
+    if not agent_cfg.get("target_order_travel", False):
+        return [ordered_episode(ep, radius) for ep in episodes]
+    from rearrange.layout import cached_layout
+    from rearrange.navmap import layout_navmap
+    from rearrange.sim import load_sim_config
+
+    robot_radius = float(load_sim_config(sim_cfg)["base"]["radius"])
+    return [ordered_episode(ep, radius, layout_navmap(cached_layout(ep.layout_seed), robot_radius).geodesic_distance)
+            for ep in episodes]
 
 
 def skills_in_plans(plans: Sequence[Sequence[GroundAction]], agent_type: str,

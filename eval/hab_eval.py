@@ -8,7 +8,8 @@ with a progress bar, and writes into the output folder:
   reached at all, the failed-skill histogram, where episodes failed (`failed_subtask`: the first
   stage not reached, ManiSkill-HAB's subtask_fail_counts), why they ended (`end_reasons`), the targets
   that fell to the floor and during which skill (`floor_drops`, eval/floor_watch.py), mean steps /
-  replans / reward, and one row per episode (its skill calls, failed call, end reason, floor drops);
+  replans / reward, how many episodes the agent handled out of index order (`reordered_episodes`), and
+  one row per episode (its targets in the order handled, skill calls, failed call, end reason, floor drops);
 - `stages.png`: bar chart of the per-stage success;
 - with `--video DIR`: one MP4 per episode, third-person RGB (targets red, goals green, the active
   skill's target opaque) beside the head depth, with scenario, skill, stage and step overlaid; the
@@ -182,28 +183,6 @@ def load_scenario_episodes(scenario: str, split: str, count: int, seed: int,
     return generate_episodes(scenario, split, count, seed), split
 
 
-def planned_episodes(episodes: Sequence[Any], agent_cfg: Mapping[str, Any],
-                     sim_cfg: Mapping[str, Any] | None = None) -> list:
-    """The episodes with their targets in the order the agent handles them (planner/target_order.py): in
-    replan mode clutter-aware (`agent.target_order_radius`), with `agent.target_order_travel` the shortest
-    trip among those orders on each layout's nav map (the robot's radius from `sim_cfg`); habitat's index
-    order in fixed mode."""
-    from planner.target_order import ordered_episode
-
-    if agent_cfg.get("mode", "replan") != "replan":
-        return list(episodes)
-    radius = float(agent_cfg.get("target_order_radius", 0.0))
-    if not agent_cfg.get("target_order_travel", False):
-        return [ordered_episode(ep, radius) for ep in episodes]
-    from rearrange.layout import cached_layout
-    from rearrange.navmap import layout_navmap
-    from rearrange.sim import load_sim_config
-
-    robot_radius = float(load_sim_config(sim_cfg)["base"]["radius"])
-    return [ordered_episode(ep, radius, layout_navmap(cached_layout(ep.layout_seed), robot_radius).geodesic_distance)
-            for ep in episodes]
-
-
 def initial_plans(scenario: str, episodes: Sequence[Any]) -> list:
     """The planner's plan of every episode from its initial state (layouts are generated, no sim)."""
     from planner.predicates import PredicateThresholds, load_planner_cfg
@@ -324,7 +303,9 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
 
     if workers > 1 and on_skill_start is not None:
         raise ValueError("evaluate: on_skill_start needs workers=1 (it runs in this process)")
-    episodes = planned_episodes(episodes, cfg["agent"], cfg.get("sim"))
+    from eval.agent_config import planned_episodes
+
+    given, episodes = episodes, planned_episodes(episodes, cfg["agent"], cfg.get("sim"))
     run = _set_up(scenario, agent_type, episodes, cfg, seed, checkpoint_dir)
     run.agent.on_skill_start = on_skill_start
     order = list(range(len(episodes))) if indices is None else list(indices)
@@ -362,7 +343,8 @@ def evaluate(scenario: str, agent_type: str, episodes: Sequence[Any], cfg: Mappi
         "end_reasons": _count(o.end_reason for o in outcomes),
         "skill_calls": skill_call_summary(outcomes),
         "floor_drops": floor_drop_summary(outcomes),
-        "episodes": [o.to_dict() for o in outcomes],
+        "reordered_episodes": sum(episodes[i] is not given[i] for i in order),  # agent.target_order_*
+        "episodes": [{**o.to_dict(), "targets": [t.object for t in episodes[i].targets]} for i, o in zip(order, outcomes, strict=True)],
         "config": {k: cfg[k] for k in ("hab_task", "agent")},
     }
 
@@ -456,6 +438,9 @@ def print_summary(result: Mapping[str, Any], out_dir: Path) -> None:
     if floor.get("objects"):
         print(f"targets fallen to the floor (a pick seldom gets them back): {floor['objects']} in {floor['episodes']} episodes "
               f"({floor['failed_episodes']} failed), the fall begun during {floor['by_skill']}")
+    if result.get("reordered_episodes"):
+        print(f"episodes whose targets the agent handles out of index order (agent.target_order_radius, "
+              f"agent.target_order_travel): {result['reordered_episodes']} of {result['num_episodes']}")
     steps = result["measures"].get("steps")
     replans = result["measures"].get("num_replans")
     if steps and replans:

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from configs.compose import ConfigError, compose, to_plain
-from eval.agent_config import check_agent_config
-from eval.hab_eval import initial_plans, planned_episodes
+from eval.agent_config import check_agent_config, planned_episodes
+from eval.hab_eval import initial_plans
 from planner.target_order import clutter_order, ordered_episode, shortest_order
 from rearrange.generate import generate_episodes
 
@@ -96,3 +96,22 @@ def test_travel_order_in_eval_hab_only_in_replan_mode():
     fixed = planned_episodes(eps, {"mode": "fixed", "target_order_radius": 0.5, "target_order_travel": True})
     assert all(f is e for f, e in zip(fixed, eps, strict=True))
     assert any([t.object for t in r.targets] != [t.object for t in e.targets] for r, e in zip(replan, eps, strict=True))
+
+
+@pytest.mark.parametrize("mode", ["replan", "fixed"])
+def test_eval_hab_records_the_order_it_handled(tmp_path, capsys, mode):
+    import json
+
+    from eval.hab_eval import main
+
+    ep = _crowded_tidy_house_episode()
+    index = int(ep.episode_id.rsplit("_", 1)[1])
+    out = tmp_path / mode
+    assert main(["--scenario", "tidy_house", "--agent", "oracle", "--episodes", str(index + 1), "--only", str(index),
+                 "--out", str(out), "--no-progress", f"agent.mode={mode}", "hab_task.max_steps=5"]) == 0
+    result = json.loads((out / "results.json").read_text())
+    [row] = result["episodes"]
+    handled = [t.object for t in (ordered_episode(ep, 0.5) if mode == "replan" else ep).targets]
+    assert row["targets"] == handled
+    assert result["reordered_episodes"] == (1 if mode == "replan" else 0)
+    assert ("out of index order" in capsys.readouterr().out) == (mode == "replan")
