@@ -35,7 +35,7 @@ def clutter_constraints(starts: Sequence[Sequence[float]], goals: Sequence[Seque
     """For every target i, the targets to handle before it: those whose start lies within `radius` of i's
     goal, minus any that (directly or through others) wait for i themselves."""
     if len(starts) != len(goals):
-        raise ValueError(f"clutter_order: {len(starts)} starts but {len(goals)} goals")
+        raise ValueError(f"target order: {len(starts)} starts but {len(goals)} goals")
     n = len(starts)
     start = np.asarray(starts, dtype=float).reshape(n, -1)
     goal = np.asarray(goals, dtype=float).reshape(n, -1)
