@@ -49,7 +49,11 @@ def clutter_constraints(starts: Sequence[Sequence[float]], goals: Sequence[Seque
 
 def clutter_order(starts: Sequence[Sequence[float]], goals: Sequence[Sequence[float]], radius: float) -> list[int]:
     """Target indices in handling order: j before i where |goal_i - start_j| < radius (positions in metres)."""
-    first = clutter_constraints(starts, goals, radius)
+    return _lowest_index_first(clutter_constraints(starts, goals, radius))
+
+
+def _lowest_index_first(first: Sequence[set[int]]) -> list[int]:
+    """The stable topological order of `clutter_constraints`' output (which holds no cycle)."""
     left, order = list(range(len(first))), []
     while left:
         nxt = next(i for i in left if not first[i].intersection(left))
@@ -63,22 +67,22 @@ def shortest_order(robot_xy: Sequence[float] | None, starts: Sequence[Sequence[f
     """The order keeping the clutter constraints whose trip robot -> start_a -> goal_a -> start_b -> ... is
     shortest under `distance` (xy in, metres out; inf for an unreachable pair counts as the straight line);
     ties and more than `MAX_SEARCHED_TARGETS` targets keep the clutter-aware order."""
-    base = clutter_order(starts, goals, radius)
+    first = clutter_constraints(starts, goals, radius)
+    base = _lowest_index_first(first)
     n = len(base)
     if n > MAX_SEARCHED_TARGETS:
         return base
-    first = clutter_constraints(starts, goals, radius)
 
     def leg(a: Sequence[float], b: Sequence[float]) -> float:
         d = distance(a[:2], b[:2])
         return d if np.isfinite(d) else float(np.linalg.norm(np.subtract(a[:2], b[:2])))
 
-    carry = [leg(starts[k], goals[k]) for k in range(n)]  # the same in every order
+    # The object -> goal legs are the same in every order, so only the legs between targets are compared.
     to_start = [[leg(goals[i], starts[k]) for k in range(n)] for i in range(n)]
     from_robot = [0.0 if robot_xy is None else leg(robot_xy, starts[k]) for k in range(n)]
 
     def trip(order: Sequence[int]) -> float:
-        return from_robot[order[0]] + sum(to_start[a][b] for a, b in zip(order, order[1:], strict=False)) + sum(carry)
+        return from_robot[order[0]] + sum(to_start[a][b] for a, b in zip(order, order[1:], strict=False))
 
     best, best_trip = base, trip(base)
     for order in itertools.permutations(range(n)):
