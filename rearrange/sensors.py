@@ -34,6 +34,7 @@ SENSOR_NAMES = (
     "goal_to_agent_gps_compass",
     "goal_path_compass",
     "obj_path_compass",
+    "obj_goal_path_compass",
     "marker_rel_pos",
     "localization_sensor",
     "base_ranges",
@@ -180,16 +181,33 @@ def obj_path_compass(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
         return np.zeros(3, dtype=np.float32)
     if sim.grasped == target.object:
         return np.array([0.0, 1.0, 0.0], dtype=np.float32)
+    return _reach_compass(sim, np.asarray(sim.object_pos(target.object), dtype=np.float64))
+
+
+def obj_goal_path_compass(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
+    """obj_path_compass for place: (geodesic distance from the base to where the target's goal can be
+    reached, cos, sin of the path's bearing there in the base frame), the region being the navigable base
+    points within `OBJ_PATH_REACH` of the goal (straight out of its container's opening for a goal in a
+    fridge or drawer; the place approach term's region). Deviation: habitat's place sees only the straight
+    ee->goal offset, which points through the furniture between the robot and a goal on its far side.
+    Zeros without a goal."""
+    if target.goal_pos is None:
+        return np.zeros(3, dtype=np.float32)
+    return _reach_compass(sim, np.asarray(target.goal_pos, dtype=np.float64))
+
+
+def _reach_compass(sim: RearrangeSim, point: np.ndarray) -> np.ndarray:
+    """The path compass (distance, cos, sin) to the navigable base points from which `point` (3,) can be
+    reached (module constants; a point inside a container is reached through its opening)."""
     from rearrange.navmap import planning_map
 
     navmap = planning_map(sim)
-    obj = np.asarray(sim.object_pos(target.object), dtype=np.float64)
-    rec = sim.layout.container_receptacle_at(obj)
+    rec = sim.layout.container_receptacle_at(point)
     opening = None
     if rec is not None:
         opening = (sim.layout.articulated[rec.container].opening_outward(), OBJ_PATH_OPENING_HALFWIDTH)
-    field = navmap.cached_region_field(obj[:2], OBJ_PATH_REACH, opening)
-    return _compass(sim, obj[:2], navmap.field_heading(field, sim.base_xy, obj[:2], PATH_LOOKAHEAD))
+    field = navmap.cached_region_field(point[:2], OBJ_PATH_REACH, opening)
+    return _compass(sim, point[:2], navmap.field_heading(field, sim.base_xy, point[:2], PATH_LOOKAHEAD))
 
 
 def marker_rel_pos(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
@@ -214,6 +232,7 @@ SENSORS: dict[str, Callable[[Any, SensorTarget], np.ndarray]] = {
     "goal_to_agent_gps_compass": goal_to_agent_gps_compass,
     "goal_path_compass": goal_path_compass,
     "obj_path_compass": obj_path_compass,
+    "obj_goal_path_compass": obj_goal_path_compass,
     "marker_rel_pos": marker_rel_pos,
     "localization_sensor": localization_sensor,
     "base_ranges": base_ranges,
@@ -242,7 +261,7 @@ def sensor_space(name: str, depth_shape: tuple[int, int] = (128, 128), max_depth
     if name == "goal_to_agent_gps_compass":
         return spaces.Box(np.array([0.0, -np.pi], dtype=np.float32), np.array([inf, np.pi], dtype=np.float32),
                           dtype=np.float32)
-    if name in ("goal_path_compass", "obj_path_compass"):
+    if name in ("goal_path_compass", "obj_path_compass", "obj_goal_path_compass"):
         return spaces.Box(np.array([0.0, -1.0, -1.0], dtype=np.float32), np.array([inf, 1.0, 1.0], dtype=np.float32),
                           dtype=np.float32)
     if name == "localization_sensor":

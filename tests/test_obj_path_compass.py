@@ -1,9 +1,9 @@
-"""obj_path_compass (rearrange/sensors.py): pick's map reading of the way to its object. On a real sim and
-episode: the distance is the approach term's geodesic distance to the reach region, turning by the
-bearing and driving ahead shortens it, inside the region it is 0 and points at the object, a held
-object reads (0, 1, 0); on numbers: the field heading detours round a wall, and a fridge-shelf object
-is reached only from in front of the opening (the layout helper that finds the container); a cached pursuit
-point is never served for another field at a reused address."""
+"""obj_path_compass and obj_goal_path_compass (rearrange/sensors.py): pick's map reading of the way to its
+object, place's of the way to its goal. On a real sim and episode: the distance is the approach term's geodesic
+distance to the reach region, turning by the bearing and driving ahead shortens it, inside the region it is 0
+and points at the target, a held object reads (0, 1, 0) for pick; on numbers: the field heading detours round
+a wall, and a fridge-shelf object is reached only from in front of the opening (the layout helper that finds
+the container); a cached pursuit point is never served for another field at a reused address."""
 
 import numpy as np
 import pytest
@@ -49,33 +49,35 @@ def test_space_and_empty_or_held_targets():
     env.close()
 
 
+def check_compass(env, sensor, target_xy: np.ndarray) -> None:
+    """What both compasses promise on a real episode: equal to the approach term's geodesic distance (within a
+    grid cell: the sensor's region is centred on the target's cell); facing the bearing and driving ahead
+    shortens it; at a navigable point in reach it reads 0 (within a cell) and points at `target_xy`."""
+    sim, target = env.sim, env.task.sensor_target
+    distance, cos_b, sin_b = sensor(sim, target)
+    assert distance == pytest.approx(env.task.approach.distance(sim), abs=2 * sim.navmap.resolution + 1e-6)
+    assert cos_b**2 + sin_b**2 == pytest.approx(1.0, abs=1e-5)
+    if distance > 0.3:
+        teleport(env, sim.base_xy, sim.base_yaw + float(np.arctan2(sin_b, cos_b)))
+        step = np.array([np.cos(sim.base_yaw), np.sin(sim.base_yaw)]) * 0.2
+        teleport(env, sim.base_xy + step, sim.base_yaw)
+        assert sensor(sim, target)[0] < distance
+    cells = np.argwhere(env.task.approach.field == 0.0)
+    teleport(env, env.task.approach.navmap.cell_to_world(cells[len(cells) // 2]), 0.0)
+    distance, cos_b, sin_b = sensor(sim, target)
+    to_target = np.asarray(target_xy)[:2] - sim.base_xy
+    assert np.linalg.norm(to_target) <= OBJ_PATH_REACH + 0.1
+    assert distance <= 2 * sim.navmap.resolution
+    if distance == 0.0:
+        assert np.arctan2(sin_b, cos_b) == pytest.approx(np.arctan2(to_target[1], to_target[0]) - sim.base_yaw,
+                                                         abs=1e-4)
+
+
 def test_distance_is_the_approach_distance_and_the_bearing_leads_there():
-    """On a real pick episode: equal to the approach term's geodesic distance (within a grid cell: the
-    sensor's region is centred on the object's cell); facing the bearing and driving ahead shortens it;
-    inside the region it reads 0 and points at the object."""
+    """On real pick episodes: `check_compass` with the object as the target."""
     for episode in episodes("pick")[:3]:
         env = approach_env("pick", episode)
-        sim, target = env.sim, env.task.sensor_target
-        approach = env.task.approach.distance(sim)
-        distance, cos_b, sin_b = obj_path_compass(sim, target)
-        assert distance == pytest.approx(approach, abs=2 * sim.navmap.resolution + 1e-6)
-        assert cos_b**2 + sin_b**2 == pytest.approx(1.0, abs=1e-5)
-        if distance > 0.3:
-            teleport(env, sim.base_xy, sim.base_yaw + float(np.arctan2(sin_b, cos_b)))
-            step = np.array([np.cos(sim.base_yaw), np.sin(sim.base_yaw)]) * 0.2
-            teleport(env, sim.base_xy + step, sim.base_yaw)
-            assert obj_path_compass(sim, target)[0] < distance
-        # a navigable point in reach: distance 0, bearing at the object
-        field = env.task.approach.field
-        cells = np.argwhere(field == 0.0)
-        teleport(env, env.task.approach.navmap.cell_to_world(cells[len(cells) // 2]), 0.0)
-        obj = sim.object_pos(target.object)
-        distance, cos_b, sin_b = obj_path_compass(sim, target)
-        to_obj = obj[:2] - sim.base_xy
-        assert np.linalg.norm(to_obj) <= OBJ_PATH_REACH + 0.1
-        assert distance <= 2 * sim.navmap.resolution
-        if distance == 0.0:
-            assert np.arctan2(sin_b, cos_b) == pytest.approx(np.arctan2(to_obj[1], to_obj[0]) - sim.base_yaw, abs=1e-4)
+        check_compass(env, obj_path_compass, env.sim.object_pos(env.task.sensor_target.object))
         env.close()
 
 
@@ -124,3 +126,20 @@ def test_cached_pursuit_points_follow_the_field_not_its_address():
     assert got[0] == pytest.approx(fresh[0]) and got[1] == pytest.approx(fresh[1])
     assert got[1][0] < 0.9  # not the stale +x direction
     assert nav.field_heading(field, start, goal)[1] == pytest.approx(fresh[1])  # and cached for this field now
+
+
+obj_goal_path_compass = SENSORS["obj_goal_path_compass"]
+
+
+def test_place_compass_reads_the_place_approach_distance_and_leads_there():
+    """obj_goal_path_compass on real place episodes (the object held from the start): zeros without a goal,
+    and `check_compass` with the goal as the target (the place approach term's region); unlike
+    obj_path_compass it keeps reading while the object is held."""
+    assert sensor_space("obj_goal_path_compass").shape == (3,)
+    for episode in episodes("place")[:3]:
+        env = approach_env("place", episode)
+        sim, target = env.sim, env.task.sensor_target
+        assert sim.grasped == target.object
+        assert obj_goal_path_compass(sim, SensorTarget()).tolist() == [0.0, 0.0, 0.0]
+        check_compass(env, obj_goal_path_compass, target.goal_pos)
+        env.close()
