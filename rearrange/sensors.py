@@ -161,8 +161,8 @@ def _compass(sim: RearrangeSim, goal_xy: np.ndarray, found: tuple[float, np.ndar
     return np.array([distance, np.cos(bearing), np.sin(bearing)], dtype=np.float32)
 
 
-# obj_path_compass's reach region: the pick approach term's (configs/skill/pick.yaml approach_reach,
-# approach_opening_halfwidth), the navigable base points from which the generator guarantees a reach
+# the path compasses' reach region: the pick and place approach terms' (configs/skill/pick.yaml and place.yaml
+# approach_reach, approach_opening_halfwidth), the navigable base points from which the generator guarantees a reach
 OBJ_PATH_REACH = 0.8
 OBJ_PATH_OPENING_HALFWIDTH = 0.25
 
