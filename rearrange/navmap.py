@@ -1,7 +1,7 @@
 """Navigation map: an occupancy grid of the floor, inflated by the robot base radius.
 
 Cells are free when the robot base (a disc of `robot_radius`) centred there overlaps no obstacle
-box of `layout.obstacles_2d()` and stays inside `layout.bounds`. Only the largest 8-connected free
+box of `layout.obstacles_2d()` and stays inside `layout.bounds`. Only the largest 4-connected free
 component is navigable, so every navigable point can reach every other one. Geodesic distances are
 shortest paths on the 8-connected grid (scipy.sparse.csgraph.dijkstra; diagonal moves only where
 both side cells are free), one distance field per goal cell, cached; `region_distance_field` gives
