@@ -23,24 +23,6 @@ from rearrange.raycast import BASE_RANGE_HEIGHTS, BASE_RANGE_MAX, BASE_RANGE_RAY
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
 
-SENSOR_NAMES = (
-    "head_depth",
-    "joint",
-    "ee_pos",
-    "is_holding",
-    "relative_resting_position",
-    "obj_start_sensor",
-    "obj_goal_sensor",
-    "goal_to_agent_gps_compass",
-    "goal_path_compass",
-    "obj_path_compass",
-    "obj_goal_path_compass",
-    "marker_rel_pos",
-    "localization_sensor",
-    "base_ranges",
-    "base_blocked",
-)
-
 
 @dataclass
 class SensorTarget:
@@ -238,6 +220,7 @@ SENSORS: dict[str, Callable[[Any, SensorTarget], np.ndarray]] = {
     "base_ranges": base_ranges,
     "base_blocked": base_blocked,
 }
+SENSOR_NAMES = tuple(SENSORS)  # every sensor, in the order errors list them
 
 
 def check_sensor_names(names: Sequence[str]) -> None:

@@ -16,6 +16,7 @@ from rearrange.navmap import NavMap
 from rearrange.sensors import OBJ_PATH_REACH, SENSORS, SensorTarget, sensor_space
 
 obj_path_compass = SENSORS["obj_path_compass"]
+obj_goal_path_compass = SENSORS["obj_goal_path_compass"]
 
 
 def test_heading_on_a_region_field_detours_round_a_wall():
@@ -126,9 +127,6 @@ def test_cached_pursuit_points_follow_the_field_not_its_address():
     assert got[0] == pytest.approx(fresh[0]) and got[1] == pytest.approx(fresh[1])
     assert got[1][0] < 0.9  # not the stale +x direction
     assert nav.field_heading(field, start, goal)[1] == pytest.approx(fresh[1])  # and cached for this field now
-
-
-obj_goal_path_compass = SENSORS["obj_goal_path_compass"]
 
 
 def test_place_compass_reads_the_place_approach_distance_and_leads_there():
