@@ -20,7 +20,9 @@ reaches it), with `agent.release_settle_steps` not while the object still swings
 fridge door) towards shut ends before the object is let go where the drawer was, `agent.pick_base_scale`
 scales a pick's base command and `agent.pick_base_smoothing` averages it with the last one (ours, both off);
 with `agent.nav_unstick_steps` a nav that pins its base against furniture is driven out of the wedge inside
-the same call (ours; these scripted motions are eval/agent_motions.py). When the
+the same call, and with `agent.nav_unstick_turn` then turned in place to face its path compass; with
+`agent.nav_face_path` a nav whose path leads off behind it turns to face it first (ours; these scripted motions
+are eval/agent_motions.py). When the
 plan is exhausted, the agent first stands still for `agent.settle_steps` steps (habitat's fixed policy
 appends wait(30); a placed fruit may still be rolling), then calls stop if the
 goal holds (habitat: the high-level policy ends the episode); if the goal does not hold it re-plans too.
@@ -55,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from eval.agent_config import AGENT_TYPES, AgentSettings
-from eval.agent_motions import StepFn, WedgeWatch, arm_toward_rest, drive_straight
+from eval.agent_motions import StepFn, WedgeWatch, arm_toward_rest, drive_straight, turn_toward
 from eval.call_guards import PushGuard, ReleaseGate, ShutGuard
 from eval.episode_outcome import EpisodeOutcome, EpisodeRun, SkillRun
 from eval.floor_watch import FloorWatch
@@ -69,7 +71,7 @@ from planner.search import GroundAction, PlanningError, replan
 from rearrange.actions import ACTION_DIM, ACTION_SLICES, subset_entries
 from rearrange.arm_rest import RESET_ARM_TOLERANCE, arm_rest_command, arm_rest_error
 from rearrange.robot import ARM_JOINTS
-from rearrange.sensors import SensorTarget, observe
+from rearrange.sensors import SensorTarget, goal_path_compass, observe
 from rearrange.tasks.skill_tasks import load_skill_config
 from skills.definitions import SkillDef, SkillMonitor
 
@@ -131,6 +133,7 @@ class HabAgent:
         self.use_nav = agent_type != "tp-srl-nonav"
         replan_mode = s.mode == "replan"  # fixed mode: habitat's skills as they are, no guard or scripted motion
         self.nav_unstick_steps = s.nav_unstick_steps if replan_mode else 0
+        self.nav_face_path = s.nav_face_path and replan_mode
         self.release_gate = ReleaseGate(s.release_guard, s.release_settle_steps, s.release_settle_speed) \
             if replan_mode else ReleaseGate()
         self.push_guard = PushGuard(s.pick_push_guard if replan_mode else 0.0)
@@ -275,6 +278,16 @@ class HabAgent:
         monitor.reset(obs)
         record = SkillRun(label=label, skill=call.skill, steps=0, outcome="timeout", effects_hold=False)
         run.skill_runs.append(record)
+        if self.nav_face_path and target.nav_goal is not None and \
+                abs(path_bearing(sim, target)) > FACE_PATH_BEHIND:
+            # `agent.nav_face_path`: a nav whose path leads off behind it first turns to face it (the steps count
+            # towards the call's timeout), so it does not reverse blind along it
+            if turn_toward(sim, self._stepper(env, run, record, observer), lambda: path_bearing(sim, target),
+                           monitor.steps_left):
+                return True
+            if monitor.spend(record.steps):
+                return False
+            obs = observe(sim, target, keys)
         watch = WedgeWatch(self.nav_unstick_steps) \
             if call.skill in self.settings.unstick_skills and self.nav_unstick_steps > 0 else None
         gate = self.release_gate if call.skill == "place" and self.release_gate.active else None
@@ -322,8 +335,15 @@ class HabAgent:
                 # timeout, which also cuts the drive short), then the policy goes on as on a retry (sampled
                 # with `sample_retries`)
                 before = record.steps
-                if drive_straight(sim, self._stepper(env, run, record, observer), away,
-                                  self.settings.nav_unstick_distance, slide=True, step_limit=monitor.steps_left):
+                stepper = self._stepper(env, run, record, observer)
+                if drive_straight(sim, stepper, away, self.settings.nav_unstick_distance, slide=True,
+                                  step_limit=monitor.steps_left):
+                    return True
+                # `agent.nav_unstick_turn`: face the way the nav's own path compass points, so the policy
+                # drives on forward instead of reversing back into the wedge
+                if self.settings.nav_unstick_turn and target.nav_goal is not None and \
+                        turn_toward(sim, stepper, lambda: path_bearing(sim, target),
+                                    monitor.steps_left - (record.steps - before)):
                     return True
                 record.unsticks += 1
                 if monitor.spend(record.steps - before):
@@ -458,6 +478,16 @@ class HabAgent:
             num_replans=run.replans, steps=run.steps, reward=run.reward,
             end_reason="stop" if success else run.end_reason or "stop", skill_runs=run.skill_runs,
             floor_drops=[] if run.floor is None else list(run.floor.drops))
+
+
+FACE_PATH_BEHIND = np.pi / 2  # rad: `agent.nav_face_path` turns a nav whose path bearing is beyond this first
+
+
+def path_bearing(sim: Any, target: SensorTarget) -> float:
+    """The bearing (rad, base frame, > 0: left) of the shortest path to `target`'s nav goal, as the nav's
+    `goal_path_compass` reads it."""
+    _, cos, sin = goal_path_compass(sim, target)
+    return float(np.arctan2(sin, cos))
 
 
 def _subset(skill: SkillDef, full: np.ndarray) -> np.ndarray:

@@ -45,6 +45,8 @@ class AgentSettings:
     retry_backoff_forward: bool = False  # the back-off may drive forward (a nav reversed into furniture)
     nav_unstick_steps: int = 0           # drive a wedged base out after this many blocked steps (0: off)
     nav_unstick_distance: float = 0.5    # m of that drive
+    nav_unstick_turn: bool = False       # after that drive a nav turns in place to face its path
+    nav_face_path: bool = False          # a nav whose path leads off behind it turns to face it first
     unstick_skills: tuple[str, ...] = ("nav",)  # the skills whose calls nav_unstick_steps watches
     release_guard: float = 0.0           # m from the goal beyond which a place may not let go (0: off)
     release_settle_steps: int = 0        # put a release off while the held object swings (0: off)
@@ -124,7 +126,7 @@ def check_agent_config(agent_cfg: Mapping[str, Any]) -> None:
         if value not in RESET_ARM_CHOICES:
             raise ConfigError(unknown_choice(f"agent.{key}", str(value), RESET_ARM_CHOICES))
     for key in ("deterministic", "sample_retries", "reset_arm_lift_first", "retry_backoff_forward",
-                "rest_arm_during_nav", "target_order_travel"):
+                "rest_arm_during_nav", "target_order_travel", "nav_unstick_turn", "nav_face_path"):
         if not isinstance(agent_cfg.get(key, False), bool):
             raise ConfigError(f"agent.{key} must be true or false; got {agent_cfg.get(key)!r}")
     for key in ("oracle_skills", "sampled_skills", "unstick_skills"):

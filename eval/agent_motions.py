@@ -1,6 +1,7 @@
 """The HAB agent's scripted motions between and inside skill calls (eval/agent.py): habitat-lab's reset_arm
 (joint-space P control to the resting joints), a straight drive of the base (the retry back-off, and the
-drive that frees a wedged nav), and `WedgeWatch`, which tells when a nav has pinned its base.
+drive that frees a wedged nav), a turn in place toward a bearing (a freed nav facing its path), and
+`WedgeWatch`, which tells when a nav has pinned its base.
 
 Each motion takes the sim and a `step(action) -> episode ended` callable that the agent supplies with its
 bookkeeping, so the motions only decide the actions and when to stop.
@@ -24,6 +25,8 @@ RESET_ARM_STALL_PROGRESS = 0.01  # rad: less progress than this over `reset_arm_
 WEDGE_MOVED = 0.02  # m: a blocked nav base that moved less than this over `nav_unstick_steps` steps is wedged
 DRIVE_STALLED = 0.005  # m: a sliding drive ends on a step that moves the base less than this
 LINEAR = ACTION_SLICES["base"].start  # the base's linear velocity entry of the full action
+ANGULAR = LINEAR + 1  # the base's angular velocity entry
+TURN_TOLERANCE = 0.3  # rad: a turn toward a bearing ends once the bearing is within this
 
 # one env step of a scripted motion with the agent's bookkeeping: True if the episode ended
 StepFn = Callable[[np.ndarray], bool]
@@ -81,6 +84,27 @@ def drive_straight(sim: RearrangeSim, step: StepFn, direction: float, distance: 
             if not (turn_when_wedged and not turned and moved < 0.01):
                 break
             action[LINEAR], turned = -direction, True
+    return False
+
+
+def turn_toward(sim: RearrangeSim, step: StepFn, bearing: Callable[[], float], step_limit: int) -> bool:
+    """Turn the base in place (arm still) until `bearing()` (rad, in the base frame, > 0: to the left) is
+    within TURN_TOLERANCE; it ends early when a step does not turn the base (the arm or a held object
+    against furniture stalls the turn), and after at most a half turn's steps or `step_limit`. The last
+    step's command is scaled so the turn does not overshoot. True if the episode ended."""
+    max_ang = float(sim.cfg["base"]["max_ang_per_step"])
+    half_turn = int(np.ceil(np.pi / max_ang)) + 2
+    action = np.zeros(ACTION_DIM)
+    for _ in range(max(0, min(int(step_limit), half_turn))):
+        b = float(bearing())
+        if abs(b) < TURN_TOLERANCE:
+            break
+        action[ANGULAR] = float(np.clip(b / max_ang, -1.0, 1.0))
+        yaw = float(sim.base_yaw)
+        if step(action):
+            return True
+        if abs(float(np.angle(np.exp(1j * (float(sim.base_yaw) - yaw))))) < 1e-6:
+            break  # stalled: turning on would spend the call's steps standing still
     return False
 
 
