@@ -17,6 +17,7 @@ import numpy as np
 
 from rearrange.actions import ACTION_DIM, ACTION_SLICES
 from rearrange.arm_rest import RESET_ARM_TOLERANCE, arm_rest_command
+from rearrange.sensors import wrap_angle
 
 if TYPE_CHECKING:
     from rearrange.sim import RearrangeSim
@@ -103,7 +104,7 @@ def turn_toward(sim: RearrangeSim, step: StepFn, bearing: Callable[[], float], s
         yaw = float(sim.base_yaw)
         if step(action):
             return True
-        if abs(float(np.angle(np.exp(1j * (float(sim.base_yaw) - yaw))))) < 1e-6:
+        if abs(wrap_angle(float(sim.base_yaw) - yaw)) < 1e-6:
             break  # stalled: turning on would spend the call's steps standing still
     return False
 
