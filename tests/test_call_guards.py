@@ -77,6 +77,18 @@ def test_guard_settings_are_validated():
                         AgentSettings(max_replans=0, mode="fixed", release_settle_steps=8)).release_gate.active
 
 
+def test_the_shipped_config_puts_a_swinging_release_off_in_replan_mode_only():
+    from configs.compose import compose, to_plain
+    from eval.agent_config import make_agent
+
+    plain = to_plain(compose("eval_hab", []))["agent"]
+    gate = make_agent("oracle", plain).release_gate
+    assert (gate.settle_steps, gate.settle_speed) == (8, 0.1)  # stop 89: Tidy House 97 against 89 of 200
+    assert not make_agent("oracle", {**plain, "mode": "fixed"}).release_gate.active
+    off = to_plain(compose("eval_hab", ["agent.release_settle_steps=0"]))["agent"]
+    assert make_agent("oracle", off).release_gate.settle_steps == 0
+
+
 class _BackAwayAndRelease(Idle):
     """A place that reverses the base for 15 steps, away from the furniture, then lets go over bare floor."""
 
