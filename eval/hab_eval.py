@@ -53,6 +53,7 @@ EXAMPLES = """examples:
   eval-hab --scenario tidy_house --agent tp-srl 'agent.oracle_skills=[nav,place]'   # learned pick only
   eval-hab --scenario tidy_house --agent tp-srl --mode fixed agent.fixed_reset_arm=between   # habitat's add_arm_rest
   eval-hab --scenario set_table --agent tp-srl agent.release_guard=0   # let a place drop its object anywhere
+  eval-hab --scenario tidy_house --agent tp-srl agent.release_settle_steps=0   # let a place let go mid-swing
   eval-hab --scenario tidy_house --agent tp-srl agent.nav_unstick_steps=0   # leave a wedged nav pinned
   eval-hab --scenario tidy_house --agent tp-srl agent.nav_unstick_turn=false   # freed, the nav does not face its path
   eval-hab --scenario tidy_house --agent tp-srl 'agent.unstick_skills=[nav,pick]'   # a wedged pick driven out too
