@@ -152,3 +152,28 @@ def test_corner_joined_pocket_is_not_navigable():
     big, pocket = (1.5, 1.5), (3.5, 3.5)  # 3 x 3 m below-left, 1 x 1 m above-right, joined at (3, 3)
     assert m.is_navigable(big) and not m.is_navigable(pocket)
     assert np.isfinite(m.geodesic_distance(big, pocket))  # the pocket's point snaps onto the big square
+
+
+def test_a_goal_on_a_shelf_against_a_wall_is_reached_from_the_shelf_side_never_through_the_wall():
+    """Stop 90: a shelf (0.38 m deep) stands against the doorway wall's east face. A point at its back is 0.53 m
+    from the floor behind the wall and 0.55 m from the shelf's front: the plain snap takes the wrong room."""
+    layout = _doorway_layout()
+    shelf = Box("shelf", (3.24, 0.75, 0.5), (0.19, 0.4, 0.5))  # x in [3.05, 3.43], against wall_a
+    layout = ApartmentLayout(seed=0, bounds=layout.bounds, rooms=[], walls=layout.walls, furniture=[],
+                             receptacles={}, articulated={}, footprints=[shelf])
+    nav = NavMap(layout, resolution=0.05, robot_radius=0.3)
+    goal = np.array([3.19, 0.75])
+    assert nav.cell_to_world(nav.snap_cell(goal))[0] < 3.0  # the nearest navigable cell: behind the wall
+    stand = nav.reach_point(goal)
+    assert stand[0] > 3.43 and np.linalg.norm(stand - goal) < 0.8  # in front of the shelf, within reach
+    # nav's compass: from the west room the path leads through the doorway, not to the wall's back
+    field = nav.distance_field(goal)
+    assert field[nav.world_to_cell((2.6, 0.75))] > 2.0
+    assert nav.field_at(field, stand) == pytest.approx(0.0)
+    path = nav.path((1.0, 0.75), goal)
+    assert np.allclose(path[-1], stand)
+    # a pick's reach region keeps only the shelf side's cells
+    region = nav.region_distance_field(goal, 0.8)
+    assert region[nav.world_to_cell((2.6, 0.75))] > 1.5 and nav.field_at(region, stand) == pytest.approx(0.0)
+    # a point in open floor, or one with no wall near, snaps as before
+    assert nav.reach_cell((1.0, 2.55)) == nav.snap_cell((1.0, 2.55))

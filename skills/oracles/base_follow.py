@@ -106,7 +106,7 @@ class BaseFollower:
         if len(path) == 0:
             self.path = np.zeros((0, 2))
             return False
-        # the last waypoint is the goal when it is navigable, else the navigable cell nearest to it
+        # the last waypoint is the goal when it is navigable, else the nearest navigable cell on its side of any wall
         self.path = path
         return True
 
@@ -119,7 +119,7 @@ class BaseFollower:
         keeps off walls), joined to the true start and goal by straight segments that are free on the
         map at the base radius; None when that is impossible."""
         navmap = self._map(sim, sim.navmap.robot_radius, extra)
-        goal = navmap.nearest_navigable(self.goal)
+        goal = navmap.reach_point(self.goal)
         if goal is None:
             return None
         wide = np.asarray(self._map(sim, radius, extra).path(start, goal), dtype=np.float64).reshape(-1, 2)
