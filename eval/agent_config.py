@@ -158,7 +158,7 @@ def planned_episodes(episodes: Sequence[Any], agent_cfg: Mapping[str, Any],
     if not agent_cfg.get("target_order_travel", False):
         return [ordered_episode(ep, radius) for ep in episodes]
     from rearrange.layout import cached_layout
-    from rearrange.navmap import layout_navmap
+    from rearrange.nav_maps import layout_navmap
     from rearrange.sim import load_sim_config
 
     robot_radius = float(load_sim_config(sim_cfg)["base"]["radius"])

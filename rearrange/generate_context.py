@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rearrange.apartment import ApartmentLayout, Articulated, Receptacle
-from rearrange.navmap import NavMap, navmap_with_obstacles
+from rearrange.nav_maps import navmap_with_obstacles
+from rearrange.navmap import NavMap
 from rearrange.objects import OBJECT_KINDS
 
 if TYPE_CHECKING:

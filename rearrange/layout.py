@@ -404,7 +404,7 @@ def _clutter(b: Builder, rng: np.random.Generator, rooms: list[Room], count: int
 @functools.lru_cache(maxsize=64)
 def cached_layout(seed: int) -> ApartmentLayout:
     """`generate_layout(seed)`, one object per seed in a process (never modified by its users), so that
-    maps cached per layout (`rearrange.navmap.layout_navmap`, `planning_map`) serve every sim built on it."""
+    maps cached per layout (`rearrange.nav_maps.layout_navmap`, `planning_map`) serve every sim built on it."""
     return generate_layout(seed)
 
 

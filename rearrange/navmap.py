@@ -6,31 +6,27 @@ component is navigable, so every navigable point can reach every other one. Geod
 shortest paths on the 8-connected grid (scipy.sparse.csgraph.dijkstra; diagonal moves only where
 both side cells are free), one distance field per goal cell, cached; `region_distance_field` gives
 the distance to the nearest of many cells (a reach region) from one multi-source dijkstra.
-`planning_map(sim)` is the map with the sim's open doors and drawers added, cached per state (the
-oracles plan on it, the approach reward measures on it).
+A goal off the map (an object on furniture) is reached from the nearest navigable cell on its side of
+any wall (`reach_cell`). The per-process map caches (`layout_navmap`, `planning_map`: the map with the
+sim's open doors and drawers added) are `rearrange.nav_maps`.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy import ndimage, sparse
 from scipy.sparse import csgraph
-
-from rearrange.apartment import Box
-
-if TYPE_CHECKING:
-    from rearrange.sim import RearrangeSim
 
 _SQRT2 = float(np.sqrt(2.0))
 _PURSUIT_CANDIDATES = 48  # cells nearest the goal whose straight segments path_heading checks
 _MAX_PURSUIT_POINTS = 4096  # cached pursuit points (field, cell) of path_heading / field_heading
 
 
-def _remember(store: OrderedDict, limit: int, key: Hashable, build: Callable[[], Any], pin: Any = None) -> Any:
+def remember(store: OrderedDict, limit: int, key: Hashable, build: Callable[[], Any], pin: Any = None) -> Any:
     """`store[key]`'s value (most recently used last), or `build()` stored there, oldest first out. `pin`: the
     object a key names by its id (a layout, a distance field), kept in the entry so that the id is not reused
     while cached, and checked on a hit."""
@@ -84,19 +80,6 @@ def rasterize_inflated_boxes(boxes: Sequence[Any], origin: np.ndarray, resolutio
     return blocked
 
 
-class LayoutWithObstacles:
-    """A layout as `NavMap` sees it, plus extra obstacle boxes (open doors and drawers where they are)."""
-
-    def __init__(self, layout: Any, extra: Sequence[Any]) -> None:
-        self.bounds = layout.bounds
-        self.seed = getattr(layout, "seed", None)
-        self.walls = list(getattr(layout, "walls", ()))
-        self._obstacles = list(layout.obstacles_2d()) + list(extra)
-
-    def obstacles_2d(self) -> list:
-        return self._obstacles
-
-
 class NavMap:
     """Occupancy grid, largest navigable component, geodesic distances and paths for one layout."""
 
@@ -137,7 +120,7 @@ class NavMap:
         walls = list(getattr(layout, "walls", ()))
         self.wall_mask = rasterize_inflated_boxes(walls, self.origin, self.resolution, self.shape, 0.0) \
             if walls else None
-        # caches (`_remember`): distance fields per goal node, region fields per cell, pursuit points
+        # caches (`remember`): distance fields per goal node, region fields per cell, pursuit points
         self._fields: OrderedDict = OrderedDict()
         self._region_fields: OrderedDict = OrderedDict()
         self._pursuit_points: OrderedDict = OrderedDict()
@@ -226,7 +209,7 @@ class NavMap:
         max_dist = self.snap if max_dist is None else float(max_dist)
         point = np.asarray(xy[:2], dtype=np.float64)
         key = (round(float(point[0]), 4), round(float(point[1]), 4), max_dist)
-        return _remember(self._reach_cells, self._cache_size, key, lambda: self._find_reach_cell(point, max_dist))
+        return remember(self._reach_cells, self._cache_size, key, lambda: self._find_reach_cell(point, max_dist))
 
     def reach_point(self, xy: Sequence[float], max_dist: float | None = None) -> np.ndarray | None:
         """World xy where a base stands to reach `xy`: itself if navigable, else `reach_cell`'s centre
@@ -287,7 +270,7 @@ class NavMap:
             field[self._cells[:, 0], self._cells[:, 1]] = d
             return field
 
-        return _remember(self._fields, self._cache_size, node, build)
+        return remember(self._fields, self._cache_size, node, build)
 
     def geodesic_distance(self, a_xy: Sequence[float], b_xy: Sequence[float]) -> float:
         """Shortest-path length from a to b on the grid; inf if unreachable.
@@ -347,7 +330,7 @@ class NavMap:
         key = (cell, float(radius), None if opening is None else
                (tuple(np.round(np.asarray(opening[0], dtype=np.float64), 3)), float(opening[1])))
         centre = self.origin + (np.asarray(cell) + 0.5) * self.resolution
-        return _remember(self._region_fields, self._cache_size, key,
+        return remember(self._region_fields, self._cache_size, key,
                          lambda: self.region_distance_field(centre, radius, opening))
 
     def path_heading(self, a_xy: Sequence[float], goal_xy: Sequence[float],
@@ -379,7 +362,7 @@ class NavMap:
         """The world point `field_heading` steers a base in `cell` at (None: straight at the goal). It
         depends on the field and the cell only, so it is cached: a policy standing still (arm work) or
         crossing a cell over several steps pays for the segment checks once."""
-        return _remember(self._pursuit_points, _MAX_PURSUIT_POINTS, (id(field), cell, float(lookahead)),
+        return remember(self._pursuit_points, _MAX_PURSUIT_POINTS, (id(field), cell, float(lookahead)),
                          lambda: self._find_pursuit_point(field, cell, here, lookahead), pin=field)
 
     def _find_pursuit_point(self, field: np.ndarray, cell: tuple[int, int], here: float,
@@ -513,47 +496,3 @@ class NavMap:
     def navigable_area(self) -> float:
         """Area of the largest component in m^2."""
         return float(self.largest_component_mask.sum()) * self.resolution ** 2
-
-
-def navmap_with_obstacles(layout: Any, extra: Sequence[Any], resolution: float, robot_radius: float) -> NavMap:
-    """A `NavMap` of `layout` with `extra` obstacle boxes added (open doors and drawers where they are
-    now), inflated by `robot_radius`."""
-    return NavMap(LayoutWithObstacles(layout, extra) if extra else layout, resolution=resolution,
-                  robot_radius=robot_radius)
-
-
-# Maps are cached per process (every env of a worker process shares them), keyed by the layout object's
-# id; the entry keeps its layout alive so that the id is not reused meanwhile. A map costs ~2.5 MB plus its
-# cached distance fields (~0.3 MB each) and 10-25 ms to build: before these caches a skill env built one
-# or two at every reset into another layout (cProfile of 20 pick resets: 27 of 44 ms).
-_PLANNING_MAPS: OrderedDict[tuple, tuple[Any, NavMap]] = OrderedDict()  # key -> (layout kept alive, map)
-_MAX_PLANNING_MAPS = 32  # a training set's layouts (24 for 200 pick episodes) in their articulated states
-_LAYOUT_MAPS: OrderedDict[tuple, tuple[Any, NavMap]] = OrderedDict()
-_MAX_LAYOUT_MAPS = 32
-
-
-def layout_navmap(layout: Any, robot_radius: float) -> NavMap:
-    """The `NavMap` of `layout` alone (doors and drawers closed), cached per layout object."""
-    return _remember(_LAYOUT_MAPS, _MAX_LAYOUT_MAPS, (id(layout), float(robot_radius)),
-                     lambda: NavMap(layout, robot_radius=robot_radius), pin=layout)
-
-
-def moving_obstacles(sim: RearrangeSim, extra: Sequence[Any] = ()) -> tuple[Box, ...]:
-    """Boxes the sim's static map does not know: `extra` plus the open doors and drawers where they
-    are now. Poses are rounded (1 cm, ~0.6 degree) so that maps built from them can be cached."""
-    boxes = list(extra) + list(sim.moving_part_boxes())
-    return tuple(Box(b.name, tuple(round(float(v), 2) for v in b.center),
-                     tuple(round(float(v), 3) for v in b.half_size), round(float(b.yaw), 2)) for b in boxes)
-
-
-def planning_map(sim: RearrangeSim, radius: float | None = None, extra: Sequence[Any] | None = None) -> NavMap:
-    """The sim's layout plus `extra` boxes (default: `moving_obstacles(sim)`) inflated by `radius`
-    (default: the base radius), cached (least recently used first out); the sim's own map when
-    nothing is added."""
-    radius = sim.navmap.robot_radius if radius is None else float(radius)
-    extra = moving_obstacles(sim) if extra is None else tuple(extra)
-    if not extra and radius == sim.navmap.robot_radius:
-        return sim.navmap
-    resolution = sim.navmap.resolution
-    return _remember(_PLANNING_MAPS, _MAX_PLANNING_MAPS, (id(sim.layout), resolution, radius, extra),
-                     lambda: navmap_with_obstacles(sim.layout, extra, resolution, radius), pin=sim.layout)

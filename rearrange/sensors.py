@@ -152,7 +152,7 @@ OBJ_PATH_OPENING_HALFWIDTH = 0.25
 def obj_path_compass(sim: RearrangeSim, target: SensorTarget) -> np.ndarray:
     """(geodesic distance from the base to where the target object can be reached, cos, sin of the
     shortest path's bearing there in the base frame), on the nav map with the open doors and drawers
-    where they are (`navmap.planning_map`). "Where it can be reached": the navigable base points within
+    where they are (`nav_maps.planning_map`). "Where it can be reached": the navigable base points within
     `OBJ_PATH_REACH` of the object, and for an object in a container only those straight out of its
     opening (`NavMap.region_distance_field`, as the pick approach term measures it). Inside that region
     the distance is 0 and the bearing points at the object. goal_path_compass's map reading for pick
@@ -181,7 +181,7 @@ def obj_goal_path_compass(sim: RearrangeSim, target: SensorTarget) -> np.ndarray
 def _reach_compass(sim: RearrangeSim, point: np.ndarray) -> np.ndarray:
     """The path compass (distance, cos, sin) to the navigable base points from which `point` (3,) can be
     reached (module constants; a point inside a container is reached through its opening)."""
-    from rearrange.navmap import planning_map
+    from rearrange.nav_maps import planning_map
 
     navmap = planning_map(sim)
     rec = sim.layout.container_receptacle_at(point)

@@ -439,7 +439,7 @@ class RearrangeSim:
     @property
     def navmap(self) -> NavMap:
         if self._navmap is None:
-            from rearrange.navmap import layout_navmap
+            from rearrange.nav_maps import layout_navmap
 
             self._navmap = layout_navmap(self.layout, self._base_motion.radius)
         return self._navmap

@@ -18,7 +18,7 @@ from rearrange.episodes import Episode
 from rearrange.generate import RECEPTACLE_KINDS, generate_episodes, load_generator_config, receptacle_kind
 from rearrange.generate_context import open_state
 from rearrange.layout import generate_layout
-from rearrange.navmap import navmap_with_obstacles
+from rearrange.nav_maps import navmap_with_obstacles
 from rearrange.objects import OBJECT_KINDS
 from rearrange.sim import RearrangeSim
 

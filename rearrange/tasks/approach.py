@@ -9,7 +9,7 @@ within 0.8 m of the object in their first 100 steps, 17 of 20 had the base block
 `ApproachShaping` adds `approach_reward` x the decrease of the GEODESIC distance, on the floor's
 navigation grid, from the base to the set of navigable base positions within `approach_reach`
 (horizontal) of the target point. The grid is the layout's nav map with the open doors and drawers
-where they are at the episode start (the obstacles the base sees; `navmap.planning_map`, cached
+where they are at the episode start (the obstacles the base sees; `nav_maps.planning_map`, cached
 per layout and articulated state, shared with the oracles); the multi-source distance field is built
 once per episode reset (one dijkstra), and each step reads the base's cell from it (O(1)). For a
 target inside a container (fridge shelf, drawer) and `approach_opening_halfwidth` > 0 the region is
@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from configs.ranges import check_range
-from rearrange.navmap import NavMap, planning_map
+from rearrange.nav_maps import planning_map
+from rearrange.navmap import NavMap
 from rearrange.tasks.rewards import DistanceDelta
 
 if TYPE_CHECKING:

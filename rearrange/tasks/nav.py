@@ -103,7 +103,9 @@ class NavTask(SkillTask):
 
     def _reward_distance(self, sim: RearrangeSim) -> float:
         if self.distance_kind == "geodesic":
-            return float(sim.navmap.geodesic_distance(sim.base_xy, self.goal_xy))
+            # the distance goal_path_compass reads: to the goal's reach cell, on its side of any wall
+            field = sim.navmap.distance_field(self.goal_xy)
+            return float("inf") if field is None else sim.navmap.field_at(field, sim.base_xy)
         return self.euclidean(sim)
 
     def step(self, sim: RearrangeSim, full_action: np.ndarray) -> TaskStep:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rearrange.apartment import Box, boxes_frame
-from rearrange.navmap import moving_obstacles, planning_map
+from rearrange.nav_maps import moving_obstacles, planning_map
 from rearrange.sensors import wrap_angle
 
 
