@@ -242,14 +242,19 @@ class NavMap:
         """For each row of `starts`, whether the straight segment to `end` crosses no wall (res/2 samples)."""
         if self.wall_mask is None or len(starts) == 0:
             return np.ones(len(starts), dtype=bool)
-        length = float(np.max(np.linalg.norm(starts - end, axis=1)))
+        idx, inside = self._segment_cells(end, starts)
+        return ~(inside & self.wall_mask[idx[..., 0], idx[..., 1]]).any(axis=1)
+
+    def _segment_cells(self, a: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Grid cells of points every res/2 along the segments from `a` to each row of `ends`: indices
+        (N, K, 2), 0 where a point is off the grid, and whether it is on the grid (N, K)."""
+        length = float(np.max(np.linalg.norm(ends - a, axis=1), initial=0.0))
         n = max(int(np.ceil(length / (0.5 * self.resolution))), 1)
         t = np.arange(n + 1)[None, :, None] / n
-        pts = starts[:, None, :] + (end[None, None, :] - starts[:, None, :]) * t
+        pts = a[None, None, :] + (ends[:, None, :] - a[None, None, :]) * t
         idx = np.floor((pts - self.origin) / self.resolution).astype(np.int64)
         inside = ((idx >= 0) & (idx < np.asarray(self.shape))).all(axis=2)
-        idx = np.where(inside[..., None], idx, 0)
-        return ~(inside & self.wall_mask[idx[..., 0], idx[..., 1]]).any(axis=1)
+        return np.where(inside[..., None], idx, 0), inside
 
     # ------------------------------------------------------------------ distances
 
@@ -399,13 +404,7 @@ class NavMap:
 
     def _segments_clear(self, a: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """For each row of `ends`, whether the straight segment from `a` stays navigable (res/2 samples)."""
-        length = float(np.max(np.linalg.norm(ends - a, axis=1), initial=0.0))
-        n = max(int(np.ceil(length / (0.5 * self.resolution))), 1)
-        t = np.arange(n + 1)[None, :, None] / n
-        pts = a[None, None, :] + (ends[:, None, :] - a[None, None, :]) * t
-        idx = np.floor((pts - self.origin) / self.resolution).astype(np.int64)
-        inside = ((idx >= 0) & (idx < np.asarray(self.shape))).all(axis=2)
-        idx = np.where(inside[..., None], idx, 0)
+        idx, inside = self._segment_cells(a, ends)
         return (inside & self.largest_component_mask[idx[..., 0], idx[..., 1]]).all(axis=1)
 
     def field_at(self, field: np.ndarray, xy: Sequence[float]) -> float:
