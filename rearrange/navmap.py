@@ -235,8 +235,10 @@ class NavMap:
         order = np.argsort(dist, kind="stable")
         order = order[dist[order] <= max_dist]
         clear = self._wall_free(centres[order], point)
-        return (int(cells[order[int(np.argmax(clear))], 0]), int(cells[order[int(np.argmax(clear))], 1])) \
-            if clear.any() else cell
+        if not clear.any():
+            return cell
+        best = cells[order[int(np.argmax(clear))]]
+        return int(best[0]), int(best[1])
 
     def _wall_free(self, starts: np.ndarray, end: np.ndarray) -> np.ndarray:
         """For each row of `starts`, whether the straight segment to `end` crosses no wall (res/2 samples)."""
