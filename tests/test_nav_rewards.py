@@ -107,3 +107,22 @@ def test_base_blocked_reads_one_while_the_base_is_pressed_against_a_wall():
     obs, *_ = env.step(action(env))  # standing still blocks nothing
     assert obs["base_blocked"][0] == 0.0
     env.close()
+
+
+def test_nav_reward_and_compass_measure_to_the_goal_on_its_side_of_a_wall():
+    """Stop 90: nav train episode 78's goal (an object at the back of a shelf unit against a wall) is nearer the
+    floor behind the wall than the floor in front of the shelf; the geodesic reward and the path compass both
+    measure to the shelf's side, never to the cell through the wall."""
+    from rearrange.generate import generate_episodes
+    from rearrange.sensors import goal_path_compass
+
+    env = make_env("nav", [generate_episodes("nav", "train", 79, 0)[78]])
+    sim, nav, goal = env.sim, env.sim.navmap, env.task.goal_xy
+    behind = nav.snap_cell(goal)
+    stand = nav.reach_point(goal)
+    assert nav.cell_to_world(behind) != pytest.approx(stand, abs=0.2)  # the plain snap is another place
+    distance = env.task._reward_distance(sim)
+    assert distance == pytest.approx(nav.field_at(nav.distance_field(stand), sim.base_xy))
+    assert distance != pytest.approx(nav.geodesic_distance(sim.base_xy, nav.cell_to_world(behind)), abs=0.1)
+    assert float(goal_path_compass(sim, env.task.sensor_target)[0]) == pytest.approx(distance, abs=1e-4)
+    env.close()
