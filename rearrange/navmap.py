@@ -24,6 +24,7 @@ from scipy.sparse import csgraph
 _SQRT2 = float(np.sqrt(2.0))
 _PURSUIT_CANDIDATES = 48  # cells nearest the goal whose straight segments path_heading checks
 _MAX_PURSUIT_POINTS = 4096  # cached pursuit points (field, cell) of path_heading / field_heading
+_REACH_CHUNK = 256  # cells per batch of `reach_cell`'s wall checks, nearest first
 
 
 def remember(store: OrderedDict, limit: int, key: Hashable, build: Callable[[], Any], pin: Any = None) -> Any:
@@ -234,11 +235,15 @@ class NavMap:
         dist = np.linalg.norm(centres - point, axis=1)
         order = np.argsort(dist, kind="stable")
         order = order[dist[order] <= max_dist]
-        clear = self._wall_free(centres[order], point)
-        if not clear.any():
-            return cell
-        best = cells[order[int(np.argmax(clear))]]
-        return int(best[0]), int(best[1])
+        # nearest first, a chunk at a time: the wall-free cell is usually among the first few hundred, and a
+        # search over the whole map (`max_dist` inf) would otherwise sample every cell's segment at once
+        for start in range(0, len(order), _REACH_CHUNK):
+            chunk = order[start:start + _REACH_CHUNK]
+            clear = self._wall_free(centres[chunk], point)
+            if clear.any():
+                best = cells[chunk[int(np.argmax(clear))]]
+                return int(best[0]), int(best[1])
+        return cell
 
     def _wall_free(self, starts: np.ndarray, end: np.ndarray) -> np.ndarray:
         """For each row of `starts`, whether the straight segment to `end` crosses no wall (res/2 samples)."""
@@ -424,12 +429,7 @@ class NavMap:
         """True if every point of the straight segment a-b is navigable (sampled at res/2)."""
         a = np.asarray(a_xy[:2], dtype=np.float64)
         b = np.asarray(b_xy[:2], dtype=np.float64)
-        n = max(int(np.ceil(np.linalg.norm(b - a) / (0.5 * self.resolution))), 1)
-        pts = a + (b - a) * (np.arange(n + 1)[:, None] / n)
-        idx = np.floor((pts - self.origin) / self.resolution).astype(np.int64)
-        if (idx < 0).any() or (idx[:, 0] >= self.shape[0]).any() or (idx[:, 1] >= self.shape[1]).any():
-            return False
-        return bool(self.largest_component_mask[idx[:, 0], idx[:, 1]].all())
+        return bool(self._segments_clear(a, b[None, :])[0])
 
     def path(self, a_xy: Sequence[float], b_xy: Sequence[float]) -> np.ndarray:
         """Waypoints (K, 2) from a to b, shortcut by line of sight; empty (0, 2) if unreachable.
